@@ -1,0 +1,119 @@
+// Conformance oracle: runs the real `ai` package (pinned in package.json) on inputs from Stepline's tests.
+// Protocol: one JSON request per stdin line, `{"id": n, "op": "...", ...}`; one JSON answer per stdout line,
+// `{"id": n, "ok": true, "result": ...}` or `{"id": n, "ok": false, "error": {name, message}}`.
+import readline from 'node:readline';
+import {
+  convertToModelMessages,
+  DefaultChatTransport,
+  readUIMessageStream,
+  toUIMessageChunk,
+  validateUIMessages,
+} from 'ai';
+
+function streamOf(items) {
+  return new ReadableStream({
+    start(controller) {
+      for (const item of items) controller.enqueue(item);
+      controller.close();
+    },
+  });
+}
+
+function describeError(error) {
+  return {
+    name: error?.name ?? typeof error,
+    message: error?.message ?? String(error),
+    ...(error?.chunkType != null ? { chunkType: error.chunkType, chunkId: error.chunkId } : {}),
+  };
+}
+
+// JSON.stringify turns URL objects into their href and drops undefined: the comparable form.
+const plain = value => (value === undefined ? null : JSON.parse(JSON.stringify(value)));
+
+async function reduce({ chunks, message }) {
+  const errors = [];
+  const snapshots = [];
+  for await (const snapshot of readUIMessageStream({
+    stream: streamOf(chunks),
+    message,
+    onError: error => errors.push(describeError(error)),
+  })) {
+    snapshots.push(snapshot);
+  }
+  return { final: plain(snapshots.at(-1) ?? null), count: snapshots.length, errors };
+}
+
+async function convert({ messages, options }) {
+  return plain(await convertToModelMessages(messages, options ?? {}));
+}
+
+async function validate({ messages }) {
+  return plain(await validateUIMessages({ messages }));
+}
+
+// Parses an SSE body exactly as the browser client does: DefaultChatTransport over fetch.
+async function parseSse({ body, status = 200, headers = {} }) {
+  const transport = new DefaultChatTransport({
+    api: 'http://stepline.test/api/chat',
+    fetch: async () => new Response(body, { status, headers: { 'content-type': 'text/event-stream', ...headers } }),
+  });
+  const stream = await transport.sendMessages({
+    chatId: 'chat',
+    messages: [],
+    trigger: 'submit-message',
+    messageId: undefined,
+    abortSignal: undefined,
+  });
+  const chunks = [];
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+    }
+  } catch (error) {
+    return { chunks: plain(chunks), error: describeError(error) };
+  }
+  return { chunks: plain(chunks) };
+}
+
+async function sseToMessage(request) {
+  const parsed = await parseSse(request);
+  if (parsed.error) return { error: parsed.error };
+  return reduce({ chunks: parsed.chunks, message: request.message });
+}
+
+function revive(part) {
+  // Values JSON cannot carry: errors become Error objects, files get their base64 accessor.
+  const revived = { ...part };
+  if (part.error && typeof part.error === 'object' && part.error.__error__) {
+    revived.error = new Error(part.error.message);
+  }
+  return revived;
+}
+
+function mapParts({ parts, options }) {
+  const opts = { ...(options ?? {}) };
+  if (opts.onErrorText != null) {
+    const text = opts.onErrorText;
+    opts.onError = () => text;
+    delete opts.onErrorText;
+  }
+  return plain(parts.map(part => toUIMessageChunk(revive(part), opts) ?? null));
+}
+
+const ops = { reduce, convert, validate, parseSse, sseToMessage, mapParts };
+
+const lines = readline.createInterface({ input: process.stdin });
+for await (const line of lines) {
+  if (!line.trim()) continue;
+  const request = JSON.parse(line);
+  let answer;
+  try {
+    answer = { id: request.id, ok: true, result: await ops[request.op](request) };
+  } catch (error) {
+    answer = { id: request.id, ok: false, error: describeError(error) };
+  }
+  process.stdout.write(JSON.stringify(answer) + '\n');
+}
