@@ -285,10 +285,23 @@ class UIMessageReducer:
             if provider_metadata is not None:
                 part[metadata_key] = provider_metadata
             return part
-        part = {"type": "dynamic-tool", "toolName": fields["toolName"]} if dynamic else {"type": f"tool-{fields['toolName']}"}
+        part = (
+            {"type": "dynamic-tool", "toolName": fields["toolName"]}
+            if dynamic
+            else {"type": f"tool-{fields['toolName']}"}
+        )
         part["toolCallId"] = tool_call_id
         part["state"] = state
-        keys = ("title", "toolMetadata", "input", "inputEncoding", "output", "errorText", "providerExecuted", "preliminary")
+        keys = (
+            "title",
+            "toolMetadata",
+            "input",
+            "inputEncoding",
+            "output",
+            "errorText",
+            "providerExecuted",
+            "preliminary",
+        )
         for key in keys if dynamic else (*keys, "rawInput"):
             value = fields.get(key, _UNSET)
             if value is not _UNSET and not (value is None and key not in ("input", "output")):
