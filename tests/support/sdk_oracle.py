@@ -62,3 +62,5 @@ class SdkOracle:
         if self._process.stdin is not None:
             self._process.stdin.close()
         self._process.wait(timeout=10)
+        if self._process.stdout is not None:
+            self._process.stdout.close()

@@ -64,11 +64,12 @@ FINISH_REASONS: tuple[str, ...] = ("stop", "length", "content-filter", "tool-cal
 
 
 class Citation(LooseWireModel):
-    """A citation attached to a finished text part (ai 7.0.173)."""
+    """A reference supporting a finished text part (ai 7.0.173 `LanguageModelV4Citation`)."""
 
-    type: str | None = None
+    source: dict[str, JsonValue]
+    start_index: int | None = Field(default=None, ge=0)
+    end_index: int | None = Field(default=None, ge=0)
     cited_text: str | None = None
-    source: dict[str, Any] | None = None
 
 
 class _Chunk(LooseWireModel):
