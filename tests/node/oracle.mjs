@@ -5,6 +5,7 @@ import readline from 'node:readline';
 import {
   convertToModelMessages,
   DefaultChatTransport,
+  parsePartialJson,
   readUIMessageStream,
   toUIMessageChunk,
   validateUIMessages,
@@ -103,7 +104,16 @@ function mapParts({ parts, options }) {
   return plain(parts.map(part => toUIMessageChunk(revive(part), opts) ?? null));
 }
 
-const ops = { reduce, convert, validate, parseSse, sseToMessage, mapParts };
+async function partialJson({ texts }) {
+  const out = [];
+  for (const text of texts) {
+    const { value, state } = await parsePartialJson(text);
+    out.push(value === undefined ? { undefined: true, state } : { value, state });
+  }
+  return out;
+}
+
+const ops = { partialJson, reduce, convert, validate, parseSse, sseToMessage, mapParts };
 
 const lines = readline.createInterface({ input: process.stdin });
 for await (const line of lines) {

@@ -197,7 +197,7 @@ class ToolInputAvailableChunk(_ToolChunkFlags):
     type: Literal["tool-input-available"] = "tool-input-available"
     tool_call_id: str
     tool_name: str
-    input: JsonValue = None
+    input: JsonValue  # the key must be present (null is fine), as the SDK's schema demands
     title: str | None = None
 
 
@@ -205,7 +205,7 @@ class ToolInputErrorChunk(_ToolChunkFlags):
     type: Literal["tool-input-error"] = "tool-input-error"
     tool_call_id: str
     tool_name: str
-    input: JsonValue = None
+    input: JsonValue
     error_text: str
     title: str | None = None
 

@@ -646,8 +646,11 @@ def reduce_ui_message_stream(
 ) -> ReduceResult:
     """Reduce a whole stream to its final message, without per-chunk snapshots (linear time).
 
-    Like `readUIMessageStream`, a protocol violation ends the reduction and the message is what
-    the stream had built before it; with `terminate_on_error` the violation is raised instead.
+    The message is the reducer's whole final state, as the SDK's server-side `onEnd` sees it
+    (`handle-ui-message-stream-finish.ts`): a trailing `step-start`, which triggers no client
+    update, is included. It is None when no chunk ever changed the message (when
+    `readUIMessageStream` would yield nothing). Like `readUIMessageStream`, a protocol violation
+    ends the reduction with the message built before it; with `terminate_on_error` it is raised.
     """
     errors: list[str] = []
     reducer = UIMessageReducer(message, on_error=errors.append)
