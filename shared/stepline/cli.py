@@ -1,0 +1,124 @@
+"""The `stepline` command.
+
+    stepline protocol reduce [FILE] [--sse] [--message START.json]
+        A JSON array of UI message chunks (or, with --sse, an SSE body) → the final UIMessage as
+        JSON (`null` when the stream yields no message). --message continues an existing
+        assistant message.
+    stepline protocol convert [FILE] [--ignore-incomplete-tool-calls]
+        A JSON array of UIMessages → the model messages as JSON.
+
+FILE absent or `-` reads standard input. Invalid input or a protocol violation prints what was
+wrong on standard error and exits non-zero (2 for unreadable input, 1 for a protocol violation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import TypeAdapter, ValidationError
+
+from .errors import ProtocolError
+from .protocol._json import dumps, loads_strict
+from .protocol.chunks import UIMessageChunk
+from .protocol.parts import UIMessage
+from .protocol.reducer import reduce_ui_message_stream
+from .protocol.sse import decode_ui_message_stream
+
+__all__ = ["main"]
+
+_CHUNKS: TypeAdapter[list[UIMessageChunk]] = TypeAdapter(list[UIMessageChunk])
+
+
+class CliError(Exception):
+    """A problem to report on stderr, with the exit status to use."""
+
+    def __init__(self, message: str, status: int = 2) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _read(path: str | None) -> str:
+    if path is None or path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise CliError(f"cannot read {path}: {error.strerror}") from error
+
+
+def _json(text: str, what: str) -> Any:
+    try:
+        return loads_strict(text)
+    except ValueError as error:
+        raise CliError(f"{what} is not valid JSON: {error}") from error
+
+
+def _describe(error: ValidationError, root: str) -> str:
+    issue = error.errors()[0]
+    path = root
+    previous: object = None
+    for part in issue["loc"]:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif not isinstance(previous, int):  # right after a list index comes the union tag: not a field
+            path += f".{part}"
+        previous = part
+    return f"{path}: {issue['msg']}"
+
+
+def _reduce(args: argparse.Namespace, out: TextIO) -> None:
+    text = _read(args.file)
+    if args.sse:
+        try:
+            chunks = decode_ui_message_stream(text)
+        except ProtocolError as error:
+            raise CliError(f"invalid SSE body: {error}") from error
+    else:
+        try:
+            chunks = _CHUNKS.validate_python(_json(text, "the chunk array"))
+        except ValidationError as error:
+            raise CliError(f"invalid chunk: {_describe(error, 'chunks')}") from error
+    start = None
+    if args.message is not None:
+        try:
+            start = UIMessage.model_validate(_json(_read(args.message), "--message"))
+        except ValidationError as error:
+            raise CliError(f"invalid --message: {_describe(error, 'message')}") from error
+    result = reduce_ui_message_stream(chunks, message=start)
+    if result.error is not None:
+        error = result.error
+        raise CliError(f"protocol violation at {error.chunk_type} {error.chunk_id!r}: {error}", status=1)
+    out.write(dumps(result.message) + "\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="stepline", description="Durable AI agent conversations on AWS serverless.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    protocol = commands.add_parser("protocol", help="work with UI Message Stream data").add_subparsers(
+        dest="action", required=True
+    )
+    reduce = protocol.add_parser("reduce", help="fold a chunk stream into the final UIMessage")
+    reduce.add_argument("file", nargs="?", help="JSON array of chunks, or an SSE body with --sse (default: stdin)")
+    reduce.add_argument("--sse", action="store_true", help="read an SSE body instead of a JSON array")
+    reduce.add_argument("--message", metavar="START.json", help="an assistant message to continue")
+    reduce.set_defaults(handler=_reduce)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        args.handler(args, out or sys.stdout)
+    except CliError as error:
+        print(f"stepline: {error}", file=sys.stderr)
+        return error.status
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from stepline.cli import main
+
+SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "stepline" / "samples" / "weather.sse"
+
+
+def run(args: list[str], stdin: str = "", monkeypatch: pytest.MonkeyPatch | None = None) -> tuple[int, str]:
+    if monkeypatch is not None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    out = io.StringIO()
+    return main(args, out=out), out.getvalue()
+
+
+def test_reduce_the_bundled_sse_sample() -> None:
+    status, out = run(["protocol", "reduce", "--sse", str(SAMPLE)])
+    assert status == 0
+    message = json.loads(out)
+    assert message["id"] == "msg-demo"
+    assert [p["type"] for p in message["parts"]] == ["step-start", "reasoning", "tool-weather", "step-start", "text"]
+    assert message["parts"][-1]["text"] == "It is 18 °C and clear in Paris."
+    assert message["metadata"]["usage"] == {"inputTokens": 812, "outputTokens": 64}
+
+
+def test_reduce_json_from_stdin_and_continue_a_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    start = tmp_path / "start.json"
+    start.write_text(
+        json.dumps({"id": "m", "role": "assistant", "parts": [{"type": "text", "text": "a", "state": "done"}]})
+    )
+    chunks = [{"type": "text-start", "id": "t"}, {"type": "text-delta", "id": "t", "delta": "b"}]
+    status, out = run(["protocol", "reduce", "--message", str(start), "-"], json.dumps(chunks), monkeypatch)
+    assert status == 0
+    assert [p["text"] for p in json.loads(out)["parts"]] == ["a", "b"]
+
+
+def test_an_empty_stream_yields_null(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert run(["protocol", "reduce"], "[]", monkeypatch) == (0, "null\n")
+
+
+def test_protocol_violation_exits_1_naming_the_chunk(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out = run(["protocol", "reduce"], '[{"type":"text-delta","id":"x","delta":"a"}]', monkeypatch)
+    assert (status, out) == (1, "")
+    assert "protocol violation at text-delta 'x'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("stdin", "message"),
+    [
+        ("not json", "the chunk array is not valid JSON"),
+        ('[{"type":"text-delta","id":"x"}]', "chunks[0].delta: Field required"),
+        ('[{"type":"bogus"}]', "unknown UI message chunk type"),
+    ],
+)
+def test_invalid_input_exits_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], stdin: str, message: str
+) -> None:
+    status, _ = run(["protocol", "reduce"], stdin, monkeypatch)
+    assert status == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unreadable_file_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["protocol", "reduce", "/nonexistent/x.json"])[0] == 2
+    assert "cannot read /nonexistent/x.json" in capsys.readouterr().err
+
+
+def test_bad_sse_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    body = tmp_path / "b.sse"
+    body.write_text("data: {nope\n\n")
+    assert run(["protocol", "reduce", "--sse", str(body)])[0] == 2
+    assert "invalid SSE body: SSE event 0" in capsys.readouterr().err
