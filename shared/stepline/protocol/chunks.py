@@ -11,7 +11,7 @@ Compatibility note: `ai@7.0.77` rejects `finishReason: "interrupted"` and the
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import Discriminator, Field, JsonValue, Tag, TypeAdapter, field_validator
 
@@ -317,7 +317,9 @@ class DataChunk(_Chunk):
 
 
 def _chunk_tag(value: Any) -> str | None:
-    chunk_type = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    chunk_type: object = (
+        cast(dict[str, Any], value).get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    )
     if not isinstance(chunk_type, str):
         return None
     return "data" if chunk_type.startswith("data-") else chunk_type

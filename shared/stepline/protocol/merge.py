@@ -7,7 +7,7 @@ a JavaScript prototype are skipped, so what Stepline stores is what a browser wo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["merge_metadata"]
 
@@ -21,9 +21,9 @@ def merge_metadata(base: Any, update: Any) -> Any:
     if base is None or not isinstance(update, dict) or not isinstance(base, dict):
         # Replacing a non-object outright is a deliberate simplification of JavaScript's spread of
         # primitives (which only matters for metadata that is not an object at all).
-        return update
-    result: dict[str, Any] = dict(base)
-    for key, value in update.items():
+        return cast(Any, update)
+    result: dict[str, Any] = dict(cast(dict[str, Any], base))
+    for key, value in cast(dict[str, Any], update).items():
         if key in _SKIPPED_KEYS:
             continue
         current = result.get(key)

@@ -10,7 +10,7 @@ able to set the server's approval facts.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self, cast
 
 from pydantic import Discriminator, Field, JsonValue, Tag, field_validator, model_validator
 
@@ -256,7 +256,9 @@ class DynamicToolPart(_ToolPartBase):
 
 
 def _part_tag(value: Any) -> str | None:
-    part_type = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    part_type: object = (
+        cast(dict[str, Any], value).get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    )
     if not isinstance(part_type, str):
         return None
     if part_type.startswith("tool-"):

@@ -96,6 +96,11 @@ def _is_static_tool(part: Part) -> bool:
     return part["type"].startswith("tool-")
 
 
+def _approval_id(part: Part) -> str | None:
+    approval: dict[str, Any] | None = part.get("approval")
+    return None if approval is None else approval.get("id")
+
+
 def _tool_name(part: Part) -> str:
     return part["toolName"] if part["type"] == "dynamic-tool" else part["type"][len("tool-") :]
 
@@ -285,11 +290,12 @@ class UIMessageReducer:
             if provider_metadata is not None:
                 part[metadata_key] = provider_metadata
             return part
-        part = (
+        new_part: Part = (
             {"type": "dynamic-tool", "toolName": fields["toolName"]}
             if dynamic
             else {"type": f"tool-{fields['toolName']}"}
         )
+        part = new_part
         part["toolCallId"] = tool_call_id
         part["state"] = state
         keys = (
@@ -318,7 +324,9 @@ class UIMessageReducer:
         match chunk:
             case TextStartChunk() | ReasoningStartChunk():
                 is_text = isinstance(chunk, TextStartChunk)
-                part: Part = {"type": "text"} if is_text else {"type": "reasoning", "id": chunk.id}
+                part: Part = {"type": "text"}
+                if not is_text:
+                    part = {"type": "reasoning", "id": chunk.id}
                 part["text"] = ""
                 if chunk.provider_metadata is not None:
                     part["providerMetadata"] = chunk.provider_metadata
@@ -524,7 +532,7 @@ class UIMessageReducer:
 
     def _approval_response(self, chunk: ToolApprovalResponseChunk) -> bool:
         part = next(
-            (p for p in self._parts if _is_tool(p) and (p.get("approval") or {}).get("id") == chunk.approval_id),
+            (p for p in self._parts if _is_tool(p) and _approval_id(p) == chunk.approval_id),
             None,
         )
         if part is None:
@@ -534,7 +542,7 @@ class UIMessageReducer:
                 message=f'No tool invocation found for approval ID "{chunk.approval_id}".',
             )
         self._flush_part(part)
-        approval = dict(part.get("approval") or {"id": chunk.approval_id})
+        approval: dict[str, Any] = dict(part.get("approval") or {"id": chunk.approval_id})
         approval["id"] = chunk.approval_id
         approval["approved"] = chunk.approved
         if chunk.reason is not None:

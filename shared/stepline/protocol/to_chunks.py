@@ -342,11 +342,10 @@ class UIChunkMapper:
         """The chunks for one part, in wire order (possibly none)."""
         if isinstance(part, ToolCall) and part.invalid:
             self._invalid_tool_calls.add(part.tool_call_id)
-        skip = (
-            isinstance(part, ToolError) and not part.provider_executed and part.tool_call_id in self._invalid_tool_calls
-        )
-        if skip:
+        skip = False
+        if isinstance(part, ToolError) and not part.provider_executed and part.tool_call_id in self._invalid_tool_calls:
             self._invalid_tool_calls.discard(part.tool_call_id)
+            skip = True
         metadata = self.options.message_metadata(part) if self.options.message_metadata is not None else None
         chunk = None if skip else to_ui_message_chunk(part, self.options, message_metadata=metadata)
         out: list[UIMessageChunk] = []
