@@ -21,12 +21,14 @@ from typing import Any, TextIO
 
 from pydantic import TypeAdapter, ValidationError
 
-from .errors import ProtocolError
+from .errors import InvalidUIMessageError, MessageConversionError, ProtocolError
 from .protocol._json import dumps, loads_strict
 from .protocol.chunks import UIMessageChunk
 from .protocol.parts import UIMessage
 from .protocol.reducer import reduce_ui_message_stream
+from .protocol.request import validate_ui_messages
 from .protocol.sse import decode_ui_message_stream
+from .protocol.to_model_messages import convert_to_model_messages
 
 __all__ = ["main"]
 
@@ -95,6 +97,18 @@ def _reduce(args: argparse.Namespace, out: TextIO) -> None:
     out.write(dumps(result.message) + "\n")
 
 
+def _convert(args: argparse.Namespace, out: TextIO) -> None:
+    raw = _json(_read(args.file), "the message array")
+    try:
+        messages = validate_ui_messages(raw, allow_system=True, keep_extensions=True)
+        model_messages = convert_to_model_messages(
+            messages, ignore_incomplete_tool_calls=args.ignore_incomplete_tool_calls
+        )
+    except (InvalidUIMessageError, MessageConversionError) as error:
+        raise CliError(f"invalid messages: {error}") from error
+    out.write(dumps([m.to_wire() for m in model_messages]) + "\n")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stepline", description="Durable AI agent conversations on AWS serverless.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -106,6 +120,12 @@ def _parser() -> argparse.ArgumentParser:
     reduce.add_argument("--sse", action="store_true", help="read an SSE body instead of a JSON array")
     reduce.add_argument("--message", metavar="START.json", help="an assistant message to continue")
     reduce.set_defaults(handler=_reduce)
+    convert = protocol.add_parser("convert", help="turn UIMessages into model messages")
+    convert.add_argument("file", nargs="?", help="JSON array of UIMessages (default: stdin)")
+    convert.add_argument(
+        "--ignore-incomplete-tool-calls", action="store_true", help="drop tool calls that have no result yet"
+    )
+    convert.set_defaults(handler=_convert)
     return parser
 
 

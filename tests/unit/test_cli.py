@@ -77,3 +77,55 @@ def test_bad_sse_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     body.write_text("data: {nope\n\n")
     assert run(["protocol", "reduce", "--sse", str(body)])[0] == 2
     assert "invalid SSE body: SSE event 0" in capsys.readouterr().err
+
+
+CONVERSATION = [
+    {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "weather?"}]},
+    {
+        "id": "a1",
+        "role": "assistant",
+        "parts": [
+            {"type": "step-start"},
+            {
+                "type": "tool-weather",
+                "toolCallId": "c1",
+                "state": "output-available",
+                "input": {"city": "Paris"},
+                "output": "sunny",
+            },
+            {"type": "tool-weather", "toolCallId": "c2", "state": "input-available", "input": {"city": "Rome"}},
+            {"type": "step-start"},
+            {"type": "text", "text": "Sunny."},
+        ],
+    },
+]
+
+
+def test_convert_splits_steps_into_assistant_and_tool_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    status, out = run(["protocol", "convert"], json.dumps(CONVERSATION), monkeypatch)
+    assert status == 0
+    roles = [m["role"] for m in json.loads(out)]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+    assert [p["toolCallId"] for p in json.loads(out)[1]["content"]] == ["c1", "c2"]
+
+
+def test_convert_can_drop_incomplete_tool_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    status, out = run(["protocol", "convert", "--ignore-incomplete-tool-calls"], json.dumps(CONVERSATION), monkeypatch)
+    assert status == 0
+    assert [p["toolCallId"] for p in json.loads(out)[1]["content"]] == ["c1"]
+
+
+def test_convert_reports_the_path_of_an_invalid_message(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = [{"id": "u1", "role": "user", "parts": [{"type": "text"}]}]
+    assert run(["protocol", "convert"], json.dumps(bad), monkeypatch)[0] == 2
+    assert "messages[0].parts[0].text" in capsys.readouterr().err
+
+
+def test_convert_reports_a_relative_file_url(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = [{"id": "u1", "role": "user", "parts": [{"type": "file", "mediaType": "text/html", "url": "/api/x.html"}]}]
+    assert run(["protocol", "convert"], json.dumps(bad), monkeypatch)[0] == 2
+    assert "invalid file URL '/api/x.html'" in capsys.readouterr().err

@@ -306,7 +306,7 @@ class DataChunk(_Chunk):
     @field_validator("type")
     @classmethod
     def _data_prefix(cls, value: str) -> str:
-        if not value.startswith("data-") or len(value) == len("data-"):
+        if not value.startswith("data-"):
             raise ValueError('a data chunk type must be "data-<name>"')
         return value
 

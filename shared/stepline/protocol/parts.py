@@ -141,7 +141,7 @@ class DataPart(_Part):
     @field_validator("type")
     @classmethod
     def _data_prefix(cls, value: str) -> str:
-        if not value.startswith("data-") or len(value) == len("data-"):
+        if not value.startswith("data-"):
             raise ValueError('a data part type must be "data-<name>"')
         return value
 
@@ -237,7 +237,7 @@ class ToolPart(_ToolPartBase):
     @field_validator("type")
     @classmethod
     def _tool_prefix(cls, value: str) -> str:
-        if not value.startswith("tool-") or len(value) == len("tool-"):
+        if not value.startswith("tool-"):
             raise ValueError('a tool part type must be "tool-<name>"')
         return value
 
