@@ -1,0 +1,97 @@
+"""Model call failures, classified once so the loop can decide whether to retry.
+
+    ModelCallError                 a model call failed (StepLineError)
+    ├── retryable=True             429 (with `retry_after`), 5xx, timeouts, dropped connections
+    └── retryable=False            bad request, authentication, permission, not found, …
+    UnsupportedCapabilityError     the model cannot take an input (a file type, …); never retried
+
+Provider adapters turn their SDK's exceptions into these; the loop reads only `retryable`,
+`retry_after` and `kind`. Messages never carry credentials or request bodies.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ..errors import StepLineError
+
+__all__ = ["ErrorKind", "ModelCallError", "UnsupportedCapabilityError", "parse_retry_after"]
+
+ErrorKind = Literal[
+    "rate_limit", "server", "timeout", "connection", "bad_request", "auth", "not_found", "overloaded", "other"
+]
+
+_RETRYABLE: frozenset[str] = frozenset({"rate_limit", "server", "timeout", "connection", "overloaded"})
+
+
+class ModelCallError(StepLineError):
+    """A model call failed.
+
+    Attributes:
+        kind: What went wrong, provider-neutral.
+        retryable: Whether the same request may succeed later.
+        retry_after: Seconds the provider asked us to wait (from `retry-after`), if any.
+        status_code: The HTTP status, when there was one.
+        provider: The provider name (`openai`, `anthropic`, `scripted`).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: ErrorKind,
+        provider: str,
+        status_code: int | None = None,
+        retry_after: float | None = None,
+        retryable: bool | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.provider = provider
+        self.status_code = status_code
+        self.retry_after = retry_after
+        self.retryable = kind in _RETRYABLE if retryable is None else retryable
+
+    @classmethod
+    def from_status(
+        cls, status_code: int, message: str, *, provider: str, retry_after: float | None = None
+    ) -> ModelCallError:
+        """Classify an HTTP status."""
+        kind: ErrorKind
+        if status_code == 429:
+            kind = "rate_limit"
+        elif status_code == 529:
+            kind = "overloaded"
+        elif status_code in (408, 504):
+            kind = "timeout"
+        elif status_code >= 500:
+            kind = "server"
+        elif status_code in (401, 403):
+            kind = "auth"
+        elif status_code == 404:
+            kind = "not_found"
+        elif 400 <= status_code < 500:
+            kind = "bad_request"
+        else:
+            kind = "other"
+        return cls(message, kind=kind, provider=provider, status_code=status_code, retry_after=retry_after)
+
+
+class UnsupportedCapabilityError(StepLineError):
+    """The model cannot take this input (for example a PDF sent to a text-only model)."""
+
+    def __init__(self, message: str, *, provider: str, model_id: str) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.model_id = model_id
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a `retry-after` (or `retry-after-ms`) header value; None when absent or unreadable."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
