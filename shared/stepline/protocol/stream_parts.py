@@ -19,6 +19,7 @@ from .chunks import Citation, ProviderMetadata
 __all__ = [
     "Abort",
     "Custom",
+    "Data",
     "File",
     "Finish",
     "FinishStep",
@@ -115,6 +116,19 @@ class StreamError:
     """A stream-level error (`error`). `error` is the exception; the UI only sees `on_error(error)`."""
 
     error: object
+
+
+@_frozen
+class Data:
+    """Stepline extension (no SDK counterpart): application data, sent as a `data-<name>` chunk.
+
+    The loop uses it for `data-retry` (one per automatic retry, spec 000's data part table).
+    """
+
+    name: str
+    data: JsonValue
+    id: str | None = None
+    transient: bool | None = None
 
 
 @_frozen
@@ -289,6 +303,7 @@ TextStreamPart = (
     | FinishStep
     | Abort
     | StreamError
+    | Data
     | Raw
     | TextStart
     | TextDelta

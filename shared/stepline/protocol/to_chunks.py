@@ -24,6 +24,7 @@ from ._json import dumps
 from .chunks import (
     AbortChunk,
     CustomChunk,
+    DataChunk,
     ErrorChunk,
     FileChunk,
     FinishChunk,
@@ -54,6 +55,7 @@ from .chunks import (
 from .stream_parts import (
     Abort,
     Custom,
+    Data,
     File,
     Finish,
     FinishStep,
@@ -100,16 +102,19 @@ ToolKind = Literal["static", "dynamic"]
 def error_message(error: object) -> str:
     """The SDK's `getErrorMessage`: the text the model receives for a failed tool call.
 
-    Strings pass through, exceptions read as `Name: message` (JavaScript's `Error.toString()`),
-    anything else as JSON.
+    Strings pass through, exceptions read as `Name: message` (JavaScript's `Error.toString()`; an
+    exception with a string `name` attribute, such as `AI_NoSuchToolError`, uses it), anything
+    else as JSON.
     """
     if error is None:
         return "unknown error"
     if isinstance(error, str):
         return error
     if isinstance(error, BaseException):
+        name = getattr(error, "name", None)
+        name = name if isinstance(name, str) else type(error).__name__
         message = str(error)
-        return f"{type(error).__name__}: {message}" if message else type(error).__name__
+        return f"{name}: {message}" if message else name
     return dumps(error)
 
 
@@ -274,6 +279,9 @@ def to_ui_message_chunk(  # noqa: C901 - one exhaustive match, the mapping table
             return FinishChunk(finish_reason=_ui_finish_reason(finish_reason), **extra)
         case Abort(reason=reason):
             return AbortChunk() if reason is None else AbortChunk(reason=reason)
+        case Data(name=name, data=data, id=id_, transient=transient):
+            extra = {k: v for k, v in (("id", id_), ("transient", transient)) if v is not None}
+            return DataChunk(type=f"data-{name}", data=data, **extra)
         case ToolInputEnd() | Raw():
             return None
         case _:

@@ -134,6 +134,11 @@ ROWS: list[tuple[str, sp.TextStreamPart, dict[str, Any] | None]] = [
         {"type": "error", "errorText": DEFAULT_ERROR_TEXT},
     ),
     ("raw is dropped", sp.Raw(raw_value={"a": 1}), None),
+    (
+        "Stepline data part becomes a data chunk",
+        sp.Data(name="retry", data={"reason": "rate limited", "attempt": 1}),
+        {"type": "data-retry", "data": {"reason": "rate limited", "attempt": 1}},
+    ),
 ]
 
 

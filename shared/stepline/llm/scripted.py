@@ -1,0 +1,114 @@
+"""The scripted model: plays back JSON scripts of stream parts, for tests and the demo.
+
+Named for what it is: it does not think, it replays. A script is a list of steps; each step is a
+list of stream parts in the AI SDK's `LanguageModelV4StreamPart` JSON shape (what
+`MockLanguageModelV4` plays in the SDK's own tests), or an object with directives:
+
+    {"parts": [...], "delayMs": 20}          pause before each part (timeouts, abort, pacing)
+    {"raise": {"kind": "rate_limit", "retryAfter": 1.5, "status": 429}, "after": 0}
+                                             fail with a ModelCallError after `after` parts
+
+Every call consumes the next step. A call beyond the script fails loudly (`ScriptExhaustedError`)
+rather than inventing output, and `assert_consumed()` catches a script that was not played to its
+end. The prompts received are kept in `calls` for assertions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from ..errors import StepLineError
+from .base import ModelCallOptions, ModelCapabilities, ModelStreamPart, parse_stream_part
+from .errors import ModelCallError
+
+__all__ = ["ScriptExhaustedError", "ScriptedModel", "ScriptedStep"]
+
+
+class ScriptExhaustedError(StepLineError):
+    """The loop asked the scripted model for more steps than the script has."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedStep:
+    """One scripted model call."""
+
+    parts: list[ModelStreamPart]
+    delay: float = 0.0
+    raise_error: dict[str, Any] | None = None
+    raise_after: int = 0
+
+    @classmethod
+    def parse(cls, value: Any) -> ScriptedStep:
+        if isinstance(value, list):
+            return cls(parts=[parse_stream_part(p) for p in cast(list[Any], value)])
+        if not isinstance(value, dict):
+            raise ValueError("a script step is a list of stream parts or an object with 'parts'")
+        step = cast(dict[str, Any], value)
+        return cls(
+            parts=[parse_stream_part(p) for p in step.get("parts", [])],
+            delay=float(step.get("delayMs", 0)) / 1000,
+            raise_error=step.get("raise"),
+            raise_after=int(step.get("after", 0)),
+        )
+
+
+@dataclass
+class ScriptedModel:
+    """A `LanguageModel` that replays a script."""
+
+    steps: list[ScriptedStep]
+    model_id: str = "script"
+    provider: str = "scripted"
+    capabilities: ModelCapabilities = field(
+        default_factory=lambda: ModelCapabilities(input_media_types=("*/*",), reasoning_history=True)
+    )
+    calls: list[ModelCallOptions] = field(default_factory=list[ModelCallOptions])
+
+    @classmethod
+    def from_script(cls, script: Sequence[Any], *, model_id: str = "script") -> ScriptedModel:
+        """From parsed JSON: a list of steps, or `{"steps": [...]}`."""
+        return cls(steps=[ScriptedStep.parse(s) for s in script], model_id=model_id)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ScriptedModel:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        steps = data["steps"] if isinstance(data, dict) else data
+        return cls.from_script(steps, model_id=Path(path).stem)
+
+    def assert_consumed(self) -> None:
+        """Fail when the run ended before the script did."""
+        if len(self.calls) != len(self.steps):
+            raise AssertionError(
+                f"the script has {len(self.steps)} steps but the model was called {len(self.calls)} times"
+            )
+
+    async def stream(self, options: ModelCallOptions) -> AsyncIterator[ModelStreamPart]:
+        index = len(self.calls)
+        self.calls.append(options)
+        if index >= len(self.steps):
+            raise ScriptExhaustedError(
+                f"scripted model called {index + 1} times, but the script has {len(self.steps)} steps"
+            )
+        step = self.steps[index]
+        for position, part in enumerate(step.parts):
+            if step.raise_error is not None and position == step.raise_after:
+                raise self._error(step.raise_error)
+            if step.delay:
+                await asyncio.sleep(step.delay)
+            yield part
+        if step.raise_error is not None and step.raise_after >= len(step.parts):
+            raise self._error(step.raise_error)
+
+    def _error(self, spec: dict[str, Any]) -> ModelCallError:
+        return ModelCallError(
+            str(spec.get("message", f"scripted {spec.get('kind', 'server')} error")),
+            kind=spec.get("kind", "server"),
+            provider=self.provider,
+            status_code=spec.get("status"),
+            retry_after=spec.get("retryAfter"),
+        )

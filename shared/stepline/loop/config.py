@@ -1,0 +1,187 @@
+"""`LoopConfig`: everything about a run that is not its state (the `streamText` parameters).
+
+Pythonic names for the SDK's options (spec 000 "streamText 参数全景", reference §8). A config holds
+callables (tools, callbacks, policies), so it is rebuilt in each process from settings; only
+`LoopState` is stored between steps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, JsonValue
+
+from ..llm.base import LanguageModel, ToolChoice
+from ..protocol.model_messages import ProviderOptions, SystemModelMessage
+from .callbacks import Callbacks
+from .stop import StopCondition, is_step_count
+from .tools import Tool
+
+__all__ = [
+    "AbortSignal",
+    "ApprovalPolicy",
+    "ApprovalSetting",
+    "ApprovalStatus",
+    "CallSettings",
+    "Include",
+    "Instructions",
+    "LoopConfig",
+    "PrepareStep",
+    "PrepareStepResult",
+    "RepairToolCall",
+    "Timeouts",
+]
+
+Instructions = str | SystemModelMessage | Sequence[SystemModelMessage]
+"""A system prompt: a string, one system message (with provider options), or several blocks."""
+
+ApprovalStatus = Literal["not-applicable", "approved", "denied", "user-approval"]
+ApprovalSetting = ApprovalStatus | tuple[ApprovalStatus, str | None]
+"""A status, or `(status, reason)`."""
+ApprovalPolicy = Callable[[str, JsonValue, Any], "ApprovalSetting | None | Awaitable[ApprovalSetting | None]"]
+"""`(tool_name, input, runtime_context) -> setting`; None means not applicable."""
+
+
+class AbortSignal:
+    """Cooperative cancellation: the loop checks it between parts and stops with an `abort` part."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+        self.reason: str | None = None
+
+    def abort(self, reason: str | None = None) -> None:
+        """Ask the run to stop."""
+        self.reason = reason
+        self._event.set()
+
+    @property
+    def aborted(self) -> bool:
+        return self._event.is_set()
+
+    async def wait(self) -> None:
+        """Return once aborted."""
+        await self._event.wait()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallSettings:
+    """Sampling settings passed to every model call (None: provider default)."""
+
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    stop_sequences: list[str] | None = None
+    seed: int | None = None
+    reasoning: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Timeouts:
+    """Seconds. `total` bounds the run, `step` one step, `chunk` the gap between model parts,
+    `tool` each tool execution (per-tool overrides in `tools`)."""
+
+    total: float | None = None
+    step: float | None = None
+    chunk: float | None = None
+    tool: float | None = None
+    tools: Mapping[str, float] = field(default_factory=dict[str, float])
+
+    def for_tool(self, name: str) -> float | None:
+        return self.tools.get(name, self.tool)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Include:
+    """What step records keep (off by default: request bodies can be large)."""
+
+    request_body: bool = False
+    request_messages: bool = False
+    raw_chunks: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrepareStepResult:
+    """Per-step overrides; None keeps the outer value."""
+
+    model: LanguageModel | None = None
+    messages: list[Any] | None = None
+    instructions: Instructions | None = None
+    active_tools: Sequence[str] | None = None
+    tool_choice: ToolChoice | None = None
+
+
+PrepareStep = Callable[..., "PrepareStepResult | None | Awaitable[PrepareStepResult | None]"]
+"""Called before each step with keyword arguments `step_number`, `steps`, `model`, `messages`,
+`instructions`, `runtime_context`."""
+
+RepairToolCall = Callable[..., "Awaitable[dict[str, Any] | None] | dict[str, Any] | None"]
+"""Called with `tool_call` (`{"toolCallId", "toolName", "input"}`, input as JSON text), `tools`,
+`error` and `messages`; returns a repaired tool call of the same shape, or None to give up."""
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:24]}"
+
+
+@dataclass(kw_only=True)
+class LoopConfig:
+    """The parameters of a run. See the field comments for the SDK names."""
+
+    model: LanguageModel
+    instructions: Instructions | None = None
+    tools: Sequence[Tool] = ()
+    tool_choice: ToolChoice | None = None
+    active_tools: Sequence[str] | None = None
+    tool_order: Sequence[str] | None = None
+    """Listed names first, then the rest alphabetically: a stable order helps provider caches."""
+    tool_approval: Mapping[str, ApprovalSetting | ApprovalPolicy] | ApprovalPolicy | None = None
+    approval_secret: bytes | None = None
+    """When set, approval requests are signed (HMAC-SHA256) and decisions must carry a valid signature."""
+    repair_tool_call: RepairToolCall | None = None
+    stop_when: StopCondition | Sequence[StopCondition] = field(default_factory=lambda: is_step_count(1))
+    prepare_step: PrepareStep | None = None
+    settings: CallSettings = field(default_factory=CallSettings)
+    max_retries: int = 2
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    headers: Mapping[str, str] = field(default_factory=dict[str, str])
+    provider_options: ProviderOptions = field(default_factory=dict[str, dict[str, JsonValue]])
+    tools_context: Any = None
+    runtime_context: Any = None
+    output: type[BaseModel] | None = None
+    """Structured output: the final text is parsed into this model."""
+    include: Include = field(default_factory=Include)
+    allow_system_in_messages: bool = False
+    callbacks: Callbacks = field(default_factory=Callbacks)
+    abort: AbortSignal | None = None
+    tracer: Any = None
+    """An OpenTelemetry tracer; spans per run, step, model call and tool when set (off otherwise)."""
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    clock: Callable[[], int] = _now_ms
+    new_id: Callable[[str], str] = _new_id
+    retry_base_delay: float = 1.0
+    retry_max_delay: float = 30.0
+
+    def __post_init__(self) -> None:
+        names = [t.name for t in self.tools]
+        duplicates = {n for n in names if names.count(n) > 1}
+        if duplicates:
+            raise ValueError(f"duplicate tool names: {sorted(duplicates)}")
+        if self.max_retries < 0:
+            raise ValueError("max_retries must be 0 or more")
+        self._tools_by_name = {t.name: t for t in self.tools}
+
+    def tool(self, name: str) -> Tool | None:
+        """The tool called `name`, if declared."""
+        return self._tools_by_name.get(name)

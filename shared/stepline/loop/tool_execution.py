@@ -1,0 +1,113 @@
+"""Run a step's tool calls: concurrently, after the model call, results in completion order.
+
+`on_tool_execution_start` is awaited before each tool; if it raises (for example because a durable
+"claim this tool call" write failed), the tool does not run and the call ends as a tool error. An
+async-generator tool yields preliminary outputs (`preliminary=True`) before its final one. A tool
+that runs past its timeout ends as a tool error; the model reads the error text next step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from ..protocol import stream_parts as sp
+from ..protocol.model_messages import ToolResultOutput
+from ..protocol.to_chunks import error_message
+from .callbacks import ToolExecutionEndEvent, ToolExecutionStartEvent, notify
+from .config import LoopConfig
+from .messages import model_output
+from .model_call import Emit
+from .state import ToolCallRecord, ToolResultRecord
+from .tools import ToolContext
+
+__all__ = ["ToolTimeoutError", "execute_tools"]
+
+
+class ToolTimeoutError(TimeoutError):
+    """A tool ran longer than its timeout."""
+
+
+async def execute_tools(
+    config: LoopConfig,
+    calls: Sequence[ToolCallRecord],
+    *,
+    emit: Emit,
+    run_id: str,
+    step_number: int,
+    messages: list[Any],
+) -> list[tuple[ToolResultRecord, ToolResultOutput | None]]:
+    """Execute every call; returns `(result, model output)` pairs in completion order."""
+    finished: list[tuple[ToolResultRecord, ToolResultOutput | None]] = []
+
+    async def one(call: ToolCallRecord) -> None:
+        finished.append(
+            await _execute(config, call, emit=emit, run_id=run_id, step_number=step_number, messages=messages)
+        )
+
+    async with asyncio.TaskGroup() as group:
+        for call in calls:
+            group.create_task(one(call))
+    return finished
+
+
+async def _execute(
+    config: LoopConfig, call: ToolCallRecord, *, emit: Emit, run_id: str, step_number: int, messages: list[Any]
+) -> tuple[ToolResultRecord, ToolResultOutput | None]:
+    tool = config.tool(call.tool_name)
+    assert tool is not None and tool.execute is not None
+    common: dict[str, Any] = {
+        "tool_call_id": call.tool_call_id,
+        "tool_name": call.tool_name,
+        "input": call.input,
+        "dynamic": call.dynamic,
+    }
+    started = config.clock()
+    output: Any = None
+    error: BaseException | None = None
+    try:
+        await notify(
+            config.callbacks.on_tool_execution_start,
+            ToolExecutionStartEvent(run_id, step_number, call.tool_call_id, call.tool_name, call.input),
+        )
+        argument = tool.validate_input(call.input)
+        context = ToolContext(
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            run_id=run_id,
+            messages=messages,
+            tools_context=config.tools_context,
+            runtime_context=config.runtime_context,
+        )
+        timeout = config.timeouts.for_tool(call.tool_name)
+        try:
+            async with asyncio.timeout(timeout):
+                async for value, preliminary in tool.run(argument, context):
+                    if preliminary:
+                        await emit(sp.ToolResult(output=value, preliminary=True, **common))
+                    else:
+                        output = value
+        except TimeoutError:
+            raise ToolTimeoutError(f"tool {call.tool_name} timed out after {timeout} s") from None
+    except Exception as caught:  # a tool's failure is the model's to read, not the run's
+        error = caught
+    await notify(
+        config.callbacks.on_tool_execution_end,
+        ToolExecutionEndEvent(
+            run_id, step_number, call.tool_call_id, call.tool_name, call.input, output, error, config.clock() - started
+        ),
+    )
+    if error is not None:
+        await emit(sp.ToolError(error=error, **common))
+        return ToolResultRecord(
+            tool_call_id=call.tool_call_id, tool_name=call.tool_name, error_text=error_message(error)
+        ), None
+    await emit(sp.ToolResult(output=output, **common))
+    record = ToolResultRecord(tool_call_id=call.tool_call_id, tool_name=call.tool_name, output=output)
+    custom = (
+        model_output(output, tool.to_model_output, tool_call_id=call.tool_call_id, input=call.input)
+        if tool.to_model_output
+        else None
+    )
+    return record, custom
