@@ -16,13 +16,13 @@ end. The prompts received are kept in `calls` for assertions.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from ..errors import StepLineError
+from ..protocol._json import loads_strict
 from .base import ModelCallOptions, ModelCapabilities, ModelStreamPart, parse_stream_part
 from .errors import ModelCallError
 
@@ -76,7 +76,7 @@ class ScriptedModel:
 
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedModel:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = loads_strict(Path(path).read_text(encoding="utf-8"))
         steps = data["steps"] if isinstance(data, dict) else data
         return cls.from_script(steps, model_id=Path(path).stem)
 

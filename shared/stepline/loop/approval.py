@@ -99,7 +99,7 @@ def _b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
-def sign_approval(secret: bytes, *, approval_id: str, tool_call_id: str, tool_name: str, input: JsonValue) -> str:  # noqa: A002
+def sign_approval(secret: bytes, *, approval_id: str, tool_call_id: str, tool_name: str, input: JsonValue) -> str:
     """The approval request's signature."""
     digest = _b64url(hashlib.sha256(canonical_json(input).encode()).digest())
     payload = json.dumps(

@@ -37,6 +37,8 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class StartEvent:
+    """The run starts (before any model call)."""
+
     run_id: str
     provider: str
     model_id: str
@@ -47,6 +49,8 @@ class StartEvent:
 
 @dataclass(frozen=True, slots=True)
 class StepStartEvent:
+    """A step starts (after prepare_step)."""
+
     run_id: str
     step_number: int
     provider: str
@@ -56,6 +60,8 @@ class StepStartEvent:
 
 @dataclass(frozen=True, slots=True)
 class ModelCallStartEvent:
+    """A model call starts (once per attempt)."""
+
     run_id: str
     step_number: int
     attempt: int
@@ -67,6 +73,8 @@ class ModelCallStartEvent:
 
 @dataclass(frozen=True, slots=True)
 class ModelCallEndEvent:
+    """A model call ended."""
+
     run_id: str
     step_number: int
     finish_reason: str
@@ -77,12 +85,16 @@ class ModelCallEndEvent:
 
 @dataclass(frozen=True, slots=True)
 class ChunkEvent:
+    """Every part the run emits."""
+
     run_id: str
     part: TextStreamPart
 
 
 @dataclass(frozen=True, slots=True)
 class ToolExecutionStartEvent:
+    """A tool is about to run; raising here stops it."""
+
     run_id: str
     step_number: int
     tool_call_id: str
@@ -92,6 +104,8 @@ class ToolExecutionStartEvent:
 
 @dataclass(frozen=True, slots=True)
 class ToolExecutionEndEvent:
+    """A tool finished (`error` set when it failed)."""
+
     run_id: str
     step_number: int
     tool_call_id: str
@@ -104,6 +118,8 @@ class ToolExecutionEndEvent:
 
 @dataclass(frozen=True, slots=True)
 class StepEndEvent:
+    """A step ended; its tool results are settled."""
+
     run_id: str
     step: Any
     """The `StepRecord`; its `response_messages` are this step's only."""
@@ -111,6 +127,8 @@ class StepEndEvent:
 
 @dataclass(frozen=True, slots=True)
 class EndEvent:
+    """The run ended normally."""
+
     run_id: str
     finish_reason: str | None
     steps: list[Any]
@@ -121,12 +139,16 @@ class EndEvent:
 
 @dataclass(frozen=True, slots=True)
 class ErrorEvent:
+    """The run failed."""
+
     run_id: str
     error: BaseException
 
 
 @dataclass(frozen=True, slots=True)
 class AbortEvent:
+    """The run was aborted."""
+
     run_id: str
     reason: str | None
     steps: list[Any]

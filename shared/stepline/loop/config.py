@@ -85,8 +85,11 @@ class CallSettings:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Timeouts:
-    """Seconds. `total` bounds the run, `step` one step, `chunk` the gap between model parts,
-    `tool` each tool execution (per-tool overrides in `tools`)."""
+    """Time limits in seconds (None: no limit).
+
+    `total` bounds the run, `step` one step, `chunk` the gap between model parts, `tool` each tool
+    execution (per-tool overrides in `tools`).
+    """
 
     total: float | None = None
     step: float | None = None

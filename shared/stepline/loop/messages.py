@@ -71,7 +71,7 @@ def prompt_messages(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
 
 def model_output(
     output: JsonValue, to_model_output: Any = None, *, tool_call_id: str = "", input: Any = None
-) -> ToolResultOutput:  # noqa: A002
+) -> ToolResultOutput:
     """How a tool output is shown to the model: strings as text, anything else as JSON."""
     if to_model_output is not None:
         custom = to_model_output(tool_call_id, input, output)

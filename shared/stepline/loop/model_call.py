@@ -277,7 +277,7 @@ def _as_text(value: Any) -> str:
 def backoff_delay(config: LoopConfig, attempt: int, retry_after: float | None) -> float:
     """Exponential backoff with full jitter, or the provider's `retry-after` when it asked for longer."""
     ceiling = min(config.retry_max_delay, config.retry_base_delay * 2 ** (attempt - 1))
-    delay = random.uniform(ceiling / 2, ceiling)  # noqa: S311 - jitter, not cryptography
+    delay = random.uniform(ceiling / 2, ceiling)
     return max(delay, retry_after or 0.0)
 
 

@@ -327,9 +327,9 @@ async def _next(config: LoopConfig, state: LoopState, result: ModelCallResult, r
         return StepOutcome("await-client", state, finish_reason=result.finish_reason)
     client_calls = [c for c in record.tool_calls if not c.provider_executed]
     answered = {r.tool_call_id for r in record.tool_results}
-    if client_calls and all(c.tool_call_id in answered for c in client_calls):
-        if not await should_stop(config.stop_when, state.steps[state.segment_start :]):
-            return StepOutcome("continue", state, finish_reason=result.finish_reason)
+    all_answered = bool(client_calls) and all(c.tool_call_id in answered for c in client_calls)
+    if all_answered and not await should_stop(config.stop_when, state.steps[state.segment_start :]):
+        return StepOutcome("continue", state, finish_reason=result.finish_reason)
     return StepOutcome("finished", state, finish_reason=result.finish_reason)
 
 

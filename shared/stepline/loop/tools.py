@@ -162,7 +162,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def _check_schema(value: Any, schema: Mapping[str, Any], path: str) -> str | None:  # noqa: C901 - a small validator
+def _check_schema(value: Any, schema: Mapping[str, Any], path: str) -> str | None:
     expected = schema.get("type")
     if isinstance(expected, str) and expected in _JSON_TYPES:
         ok = isinstance(value, _JSON_TYPES[expected]) and not (
