@@ -4,6 +4,10 @@
 import readline from 'node:readline';
 import {
   convertToModelMessages,
+  isStepCount,
+  jsonSchema,
+  streamText,
+  tool,
   DefaultChatTransport,
   parsePartialJson,
   readUIMessageStream,
@@ -113,7 +117,47 @@ async function partialJson({ texts }) {
   return out;
 }
 
-const ops = { partialJson, reduce, convert, validate, parseSse, sseToMessage, mapParts };
+// streamText with a scripted MockLanguageModelV4; tools are declared as data so Python can mirror them.
+function makeTool(spec, controller) {
+  const definition = { inputSchema: jsonSchema(spec.schema ?? { type: 'object' }) };
+  if (spec.kind === 'returns') definition.execute = async () => spec.value;
+  if (spec.kind === 'throws') definition.execute = async () => { throw new Error(spec.message); };
+  if (spec.kind === 'aborts') {
+    definition.execute = async () => {
+      controller.abort();
+      await new Promise(() => {});
+    };
+  }
+  return tool(definition);
+}
+
+async function runStreamText({ script, tools = {}, toolApproval, stopSteps = 1, prompt, messages }) {
+  const { MockLanguageModelV4, convertArrayToReadableStream } = await import('ai/test');
+  let call = 0;
+  const model = new MockLanguageModelV4({
+    doStream: async () => {
+      const step = script[call++];
+      if (step == null) throw new Error('script exhausted');
+      return { stream: convertArrayToReadableStream(step) };
+    },
+  });
+  const controller = new AbortController();
+  const toolSet = Object.fromEntries(Object.entries(tools).map(([name, spec]) => [name, makeTool(spec, controller)]));
+  const result = streamText({
+    model,
+    ...(prompt != null ? { prompt } : { messages }),
+    tools: toolSet,
+    ...(toolApproval != null ? { toolApproval } : {}),
+    stopWhen: isStepCount(stopSteps),
+    abortSignal: controller.signal,
+    onError: () => {},
+  });
+  const chunks = [];
+  for await (const chunk of result.toUIMessageStream({ generateMessageId: () => 'msg-1' })) chunks.push(chunk);
+  return { chunks: plain(chunks), calls: call };
+}
+
+const ops = { runStreamText, partialJson, reduce, convert, validate, parseSse, sseToMessage, mapParts };
 
 const lines = readline.createInterface({ input: process.stdin });
 for await (const line of lines) {

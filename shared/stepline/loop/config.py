@@ -54,9 +54,12 @@ class AbortSignal:
         self._event = asyncio.Event()
         self.reason: str | None = None
 
+    DEFAULT_REASON = "AbortError: This operation was aborted"
+    """What `abort` reports without a reason (the text the SDK's `AbortSignal` gives)."""
+
     def abort(self, reason: str | None = None) -> None:
         """Ask the run to stop."""
-        self.reason = reason
+        self.reason = reason if reason is not None else self.DEFAULT_REASON
         self._event.set()
 
     @property
