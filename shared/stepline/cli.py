@@ -6,6 +6,8 @@
         assistant message.
     stepline protocol convert [FILE] [--ignore-incomplete-tool-calls]
         A JSON array of UIMessages → the model messages as JSON.
+    stepline run [--model M] [--tools MODULE] [--sse] [--approve|--deny] PROMPT
+        One agent turn in this process (see `run_cli`).
 
 FILE absent or `-` reads standard input. Invalid input or a protocol violation prints what was
 wrong on standard error and exits non-zero (2 for unreadable input, 1 for a protocol violation).
@@ -21,7 +23,7 @@ from typing import Any, TextIO
 
 from pydantic import TypeAdapter, ValidationError
 
-from .errors import InvalidUIMessageError, MessageConversionError, ProtocolError
+from .errors import InvalidUIMessageError, MessageConversionError, ProtocolError, StepLineError
 from .protocol._json import dumps, loads_strict
 from .protocol.chunks import UIMessageChunk
 from .protocol.parts import UIMessage
@@ -29,6 +31,7 @@ from .protocol.reducer import reduce_ui_message_stream
 from .protocol.request import validate_ui_messages
 from .protocol.sse import decode_ui_message_stream
 from .protocol.to_model_messages import convert_to_model_messages
+from .run_cli import add_run_parser
 
 __all__ = ["main"]
 
@@ -126,6 +129,7 @@ def _parser() -> argparse.ArgumentParser:
         "--ignore-incomplete-tool-calls", action="store_true", help="drop tool calls that have no result yet"
     )
     convert.set_defaults(handler=_convert)
+    add_run_parser(commands)
     return parser
 
 
@@ -137,6 +141,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except CliError as error:
         print(f"stepline: {error}", file=sys.stderr)
         return error.status
+    except StepLineError as error:
+        print(f"stepline: {error}", file=sys.stderr)
+        return 2
     return 0
 
 

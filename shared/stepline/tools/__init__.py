@@ -1,0 +1,1 @@
+"""Toolsets that ship with Stepline. A toolset module exposes `TOOLS: list[Tool]` (or `tools()`)."""
