@@ -1,0 +1,357 @@
+"""Anthropic Messages stream events → LanguageModelV4 stream parts, as a pure state machine.
+
+After the stream transform of `@ai-sdk/anthropic` (`src/anthropic-language-model.ts`,
+`doStream`). Feed it each server-sent event (`event:` name and `data:` text) in order; it returns
+the parts each event yields:
+
+    message_start                 response-metadata (id, model); input and cache token counts
+    content_block_start/-delta/-stop
+      text                        text-start / text-delta / text-end (citations at the end)
+      thinking                    reasoning-start / -delta / -end; the signature_delta arrives
+                                  before the stop and rides on reasoning-end's provider metadata
+      redacted_thinking           reasoning-start / -end carrying `{"anthropic": {"redactedData"}}`
+      tool_use                    tool-input-start / -delta (input_json_delta) / -end, then
+                                  tool-call with the JSON text ("{}" when none came)
+      server_tool_use, mcp_tool_use   the same, provider-executed
+      *_tool_result, mcp_tool_result  tool-result (provider-executed tools)
+    message_delta                 stop reason, usage running totals
+    message_stop                  finish
+    error                         error (the provider's `{type, message}`), then finish "error"
+    ping, unknown events          nothing (a `raw` part for every event when asked)
+
+`close()` after the body ends raises a retryable `ModelCallError` if the stream stopped before
+`message_stop` or an `error` event: a cut stream must not pass for a finished one.
+Pure: pydantic, the standard library and `stepline` only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+from pydantic import JsonValue
+
+from ..protocol._json import dumps, loads_strict
+from ..protocol.chunks import Citation, ProviderMetadata
+from .base import (
+    ModelStreamPart,
+    V4Error,
+    V4Finish,
+    V4FinishReason,
+    V4InputTokens,
+    V4OutputTokens,
+    V4Raw,
+    V4ReasoningDelta,
+    V4ReasoningEnd,
+    V4ReasoningStart,
+    V4ResponseMetadata,
+    V4TextDelta,
+    V4TextEnd,
+    V4TextStart,
+    V4ToolCall,
+    V4ToolInputDelta,
+    V4ToolInputEnd,
+    V4ToolInputStart,
+    V4ToolResult,
+    V4Usage,
+)
+from .errors import ModelCallError
+
+__all__ = ["AnthropicStreamState", "finish_reason", "usage_from_anthropic"]
+
+_STOP_REASONS: dict[str, Literal["stop", "length", "content-filter", "tool-calls", "other"]] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool-calls",
+    "refusal": "content-filter",
+    "pause_turn": "other",
+}
+_TOOL_USE_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
+_INPUT_KEYS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def finish_reason(stop_reason: str | None, *, json_tool: bool = False) -> V4FinishReason:
+    """Map `stop_reason`; the raw value is kept. A forced JSON tool's `tool_use` is a normal stop."""
+    if stop_reason == "tool_use" and json_tool:
+        return V4FinishReason(unified="stop", raw=stop_reason)
+    return V4FinishReason(unified=_STOP_REASONS.get(stop_reason or "", "other"), **_some(raw=stop_reason))
+
+
+def usage_from_anthropic(usage: dict[str, Any]) -> V4Usage:
+    """Anthropic usage → V4 usage. `input_tokens` excludes cache reads and writes, so the total adds them.
+
+    A count the provider did not report stays None (reasoning tokens, notably): never 0 for unknown.
+    """
+    no_cache, read, write = (_int(usage.get(key)) for key in _INPUT_KEYS)
+    output = _int(usage.get("output_tokens"))
+    reasoning = _int(_dict(usage.get("output_tokens_details")).get("thinking_tokens"))
+    total = None if no_cache is None else no_cache + (read or 0) + (write or 0)
+    text = output - reasoning if output is not None and reasoning is not None else None
+    return V4Usage(
+        input_tokens=V4InputTokens(**_some(total=total, no_cache=no_cache, cache_read=read, cache_write=write)),
+        output_tokens=V4OutputTokens(**_some(total=output, text=text, reasoning=reasoning)),
+        **_some(raw=usage or None),
+    )
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass
+class _Block:
+    """One open content block, by its `index`."""
+
+    kind: Literal["text", "reasoning", "tool"]
+    id: str
+    tool_name: str = ""
+    input: str = ""
+    initial_input: str = ""
+    provider_executed: bool | None = None
+    metadata: ProviderMetadata | None = None
+    citations: list[Citation] = field(default_factory=list[Citation])
+
+
+@dataclass
+class AnthropicStreamState:
+    """The state of one streamed message. `feed` each event, then `close` when the body ends."""
+
+    uses_json_tool: bool = False
+    include_raw: bool = False
+    _blocks: dict[int, _Block] = field(default_factory=dict[int, _Block])
+    _tool_names: dict[str, str] = field(default_factory=dict[str, str])
+    _usage: dict[str, Any] = field(default_factory=dict[str, Any])
+    _stop_reason: str | None = None
+    _stop_sequence: str | None = None
+    _error_type: str | None = None
+    _citation_count: int = 0
+    _finished: bool = False
+
+    def feed(self, event: str | None, data: str) -> list[ModelStreamPart]:
+        """The parts one server-sent event yields."""
+        if not data.strip():
+            return []
+        try:
+            parsed = loads_strict(data)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            message = f"an {event or 'unnamed'} event was not a JSON object"
+            return [V4Error(error={"type": "invalid_chunk", "message": message})]
+        payload = _dict(parsed)
+        raw: list[ModelStreamPart] = [V4Raw(raw_value=payload)] if self.include_raw else []
+        return raw + self._dispatch(str(payload.get("type") or event), payload)
+
+    def close(self) -> list[ModelStreamPart]:
+        """The parts due when the body ends; raises if the stream was cut short."""
+        if self._finished:
+            return []
+        if self._error_type is not None:
+            self._finished = True
+            return [
+                V4Finish(usage=self._v4_usage(), finish_reason=V4FinishReason(unified="error", raw=self._error_type))
+            ]
+        raise ModelCallError(
+            "the Anthropic stream ended before message_stop", kind="connection", provider="anthropic", retryable=True
+        )
+
+    def _dispatch(self, kind: str, payload: dict[str, Any]) -> list[ModelStreamPart]:
+        match kind:
+            case "message_start":
+                return self._message_start(_dict(payload.get("message")))
+            case "content_block_start":
+                return self._block_start(_index(payload), _dict(payload.get("content_block")))
+            case "content_block_delta":
+                return self._block_delta(_index(payload), _dict(payload.get("delta")))
+            case "content_block_stop":
+                return self._block_stop(_index(payload))
+            case "message_delta":
+                return self._message_delta(_dict(payload.get("delta")), _dict(payload.get("usage")))
+            case "message_stop":
+                self._finished = True
+                return [self._finish()]
+            case "error":
+                error = _dict(payload.get("error")) or payload
+                self._error_type = str(error.get("type") or "error")
+                return [V4Error(error=error)]
+            case _:
+                return []  # ping, and events newer than this adapter
+
+    # --- message ---------------------------------------------------------------------------
+
+    def _message_start(self, message: dict[str, Any]) -> list[ModelStreamPart]:
+        self._usage.update(_dict(message.get("usage")))
+        if isinstance(message.get("stop_reason"), str):
+            self._stop_reason = message["stop_reason"]
+        return [V4ResponseMetadata(**_some(id=_str(message.get("id")), model_id=_str(message.get("model"))))]
+
+    def _message_delta(self, delta: dict[str, Any], usage: dict[str, Any]) -> list[ModelStreamPart]:
+        # message_delta carries running totals: a field it repeats replaces the earlier value.
+        self._usage.update({key: value for key, value in usage.items() if value is not None})
+        if isinstance(delta.get("stop_reason"), str):
+            self._stop_reason = delta["stop_reason"]
+        self._stop_sequence = _str(delta.get("stop_sequence"))
+        return []
+
+    def _v4_usage(self) -> V4Usage:
+        return usage_from_anthropic(self._usage)
+
+    def _finish(self) -> V4Finish:
+        metadata: ProviderMetadata | None = (
+            {"anthropic": {"stopSequence": self._stop_sequence}} if self._stop_sequence is not None else None
+        )
+        return V4Finish(
+            usage=self._v4_usage(),
+            finish_reason=finish_reason(self._stop_reason, json_tool=self.uses_json_tool),
+            **_some(provider_metadata=metadata),
+        )
+
+    # --- content blocks ----------------------------------------------------------------------
+
+    def _block_start(self, index: int, block: dict[str, Any]) -> list[ModelStreamPart]:
+        kind = str(block.get("type"))
+        block_id = str(index)
+        if kind == "text" or (kind == "tool_use" and self.uses_json_tool and block.get("name") == "json"):
+            self._blocks[index] = _Block("text", block_id)
+            initial = block.get("text")
+            start: list[ModelStreamPart] = [V4TextStart(id=block_id)]
+            return start + ([V4TextDelta(id=block_id, delta=initial)] if isinstance(initial, str) and initial else [])
+        if kind == "thinking":
+            self._blocks[index] = _Block("reasoning", block_id)
+            signature = block.get("signature")
+            if isinstance(signature, str) and signature:
+                self._blocks[index].metadata = {"anthropic": {"signature": signature}}
+            initial = block.get("thinking")
+            start = [V4ReasoningStart(id=block_id)]
+            return start + (
+                [V4ReasoningDelta(id=block_id, delta=initial)] if isinstance(initial, str) and initial else []
+            )
+        if kind == "redacted_thinking":
+            metadata: ProviderMetadata = {"anthropic": {"redactedData": _str(block.get("data"))}}
+            self._blocks[index] = _Block("reasoning", block_id, metadata=metadata)
+            return [V4ReasoningStart(id=block_id, provider_metadata=metadata)]
+        if kind in _TOOL_USE_BLOCKS:
+            return self._tool_start(index, kind, block)
+        if kind.endswith("_tool_result"):
+            return [self._tool_result(kind, block)]
+        return []
+
+    def _tool_start(self, index: int, kind: str, block: dict[str, Any]) -> list[ModelStreamPart]:
+        tool_id, name = str(block.get("id")), str(block.get("name"))
+        provider_executed = True if kind != "tool_use" else None
+        metadata: ProviderMetadata | None = None
+        if kind == "mcp_tool_use":
+            metadata = {"anthropic": {"type": "mcp-tool-use", "serverName": _str(block.get("server_name"))}}
+        initial = block.get("input")
+        self._tool_names[tool_id] = name
+        self._blocks[index] = _Block(
+            "tool",
+            tool_id,
+            tool_name=name,
+            initial_input=dumps(initial) if isinstance(initial, dict) and initial else "",
+            provider_executed=provider_executed,
+            metadata=metadata,
+        )
+        return [V4ToolInputStart(id=tool_id, tool_name=name, **_some(provider_executed=provider_executed))]
+
+    def _tool_result(self, kind: str, block: dict[str, Any]) -> V4ToolResult:
+        tool_call_id = str(block.get("tool_use_id"))
+        content: JsonValue = block.get("content")
+        if kind == "mcp_tool_result":
+            is_error = block.get("is_error") is True
+        else:
+            is_error = isinstance(content, dict) and str(content.get("type", "")).endswith("_error")
+        name = self._tool_names.get(tool_call_id, kind.removesuffix("_tool_result"))
+        return V4ToolResult(
+            tool_call_id=tool_call_id, tool_name=name, result=content, **_some(is_error=is_error or None)
+        )
+
+    def _block_delta(self, index: int, delta: dict[str, Any]) -> list[ModelStreamPart]:
+        block = self._blocks.get(index)
+        if block is None:
+            return []
+        match delta.get("type"), block.kind:
+            case "text_delta", "text":
+                return [V4TextDelta(id=block.id, delta=str(delta.get("text", "")))]
+            case "input_json_delta", "text":  # the forced JSON tool: its input is the answer
+                text = str(delta.get("partial_json", ""))
+                return [V4TextDelta(id=block.id, delta=text)] if text else []
+            case "citations_delta", "text":
+                self._citation_count += 1  # ids unique within the message, not only the block
+                block.citations.append(_citation(_dict(delta.get("citation")), self._citation_count - 1))
+            case "thinking_delta", "reasoning":
+                return [V4ReasoningDelta(id=block.id, delta=str(delta.get("thinking", "")))]
+            case "signature_delta", "reasoning":
+                previous = (block.metadata or {}).get("anthropic", {}).get("signature")
+                signature = (previous if isinstance(previous, str) else "") + str(delta.get("signature", ""))
+                block.metadata = {"anthropic": {"signature": signature}}
+            case "input_json_delta", "tool":
+                text = str(delta.get("partial_json", ""))
+                if text:
+                    block.input += text
+                    return [V4ToolInputDelta(id=block.id, delta=text)]
+            case _:
+                pass
+        return []
+
+    def _block_stop(self, index: int) -> list[ModelStreamPart]:
+        block = self._blocks.pop(index, None)
+        if block is None:
+            return []
+        if block.kind == "text":
+            return [V4TextEnd(id=block.id, **_some(citations=block.citations or None))]
+        if block.kind == "reasoning":
+            return [V4ReasoningEnd(id=block.id, **_some(provider_metadata=block.metadata))]
+        parts: list[ModelStreamPart] = []
+        if not block.input and block.initial_input:
+            # The whole input came with content_block_start (programmatic tool calls): stream it once.
+            block.input = block.initial_input
+            parts.append(V4ToolInputDelta(id=block.id, delta=block.input))
+        call = V4ToolCall(
+            tool_call_id=block.id,
+            tool_name=block.tool_name,
+            input=block.input or "{}",
+            **_some(provider_executed=block.provider_executed, provider_metadata=block.metadata),
+        )
+        return [*parts, V4ToolInputEnd(id=block.id), call]
+
+
+def _citation(citation: dict[str, Any], number: int) -> Citation:
+    """An Anthropic citation as a V4 citation: a URL source for web results, else a document source."""
+    source: dict[str, JsonValue]
+    if isinstance(citation.get("url"), str):
+        source = {"type": "source", "sourceType": "url", "id": f"citation-{number}", "url": citation["url"]}
+        if isinstance(citation.get("title"), str):
+            source["title"] = citation["title"]
+    else:
+        media_type = "application/pdf" if citation.get("type") == "page_location" else "text/plain"
+        title = citation.get("document_title")
+        source = {
+            "type": "source",
+            "sourceType": "document",
+            "id": f"citation-{number}",
+            "mediaType": media_type,
+            "title": title if isinstance(title, str) else "Document",
+        }
+    source["providerMetadata"] = {"anthropic": citation}
+    return Citation(source=source, **_some(cited_text=_str(citation.get("cited_text"))))
+
+
+def _some(**fields: Any) -> dict[str, Any]:
+    """The fields that have a value: a part's JSON leaves out what is unknown, as the AI SDK's does."""
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _index(payload: dict[str, Any]) -> int:
+    index = payload.get("index")
+    return index if isinstance(index, int) else -1
