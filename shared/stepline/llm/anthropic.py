@@ -165,8 +165,8 @@ def to_model_call_error(error: anthropic.APIError | httpx2.TransportError) -> Mo
 
 def _status_error(error: anthropic.APIStatusError) -> ModelCallError:
     headers = error.response.headers
-    retry_after_ms = parse_retry_after(headers.get("retry-after-ms"))
-    retry_after = retry_after_ms / 1000 if retry_after_ms is not None else parse_retry_after(headers.get("retry-after"))
+    retry_after_ms = parse_retry_after(headers.get("retry-after-ms"), milliseconds=True)
+    retry_after = retry_after_ms if retry_after_ms is not None else parse_retry_after(headers.get("retry-after"))
     detail = ": ".join(str(part) for part in (error.type, error.api_message) if part)
     message = f"Anthropic returned HTTP {error.status_code}" + (f" ({detail})" if detail else "")
     return ModelCallError.from_status(error.status_code, message, provider=PROVIDER, retry_after=retry_after)

@@ -58,6 +58,7 @@ __all__ = [
     "V4ToolInputStart",
     "V4ToolResult",
     "V4Usage",
+    "close_model",
     "parse_stream_part",
 ]
 
@@ -355,8 +356,10 @@ class ModelCapabilities:
     reasoning_history: bool = False
 
     def accepts(self, media_type: str) -> bool:
-        """True when a file of `media_type` may be sent to this model."""
+        """True when a file of `media_type` (which may itself be a wildcard, `image/*`) may be sent."""
         major = media_type.split("/", 1)[0]
+        if media_type.endswith("/*"):
+            return any(p == "*/*" or p.split("/", 1)[0] == major for p in self.input_media_types)
         return any(p in ("*/*", media_type, f"{major}/*") for p in self.input_media_types)
 
 
@@ -378,6 +381,18 @@ class LanguageModel(Protocol):
 
         Raises `stepline.llm.errors.ModelCallError` (its `retryable` flag says whether the loop may
         retry) for a failure before or during streaming; an `error` part is a failure the provider
-        reported inside an otherwise working stream.
+        reported inside an otherwise working stream (a `ModelCallError` as its `error` lets the loop
+        retry it when nothing visible was streamed yet).
         """
         ...
+
+
+async def close_model(model: LanguageModel) -> None:
+    """Release a model's connections (SDK clients belong to an event loop); a no-op when it holds none.
+
+    Adapters that keep clients implement `async def aclose()`; whoever owns the event loop calls
+    this before the loop ends.
+    """
+    close = getattr(model, "aclose", None)
+    if close is not None:
+        await close()

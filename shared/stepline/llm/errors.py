@@ -11,6 +11,8 @@ Provider adapters turn their SDK's exceptions into these; the loop reads only `r
 
 from __future__ import annotations
 
+import email.utils
+from datetime import UTC, datetime
 from typing import Literal
 
 from ..errors import StepLineError
@@ -86,12 +88,25 @@ class UnsupportedCapabilityError(StepLineError):
         self.model_id = model_id
 
 
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a `retry-after` (or `retry-after-ms`) header value; None when absent or unreadable."""
+def parse_retry_after(value: str | None, *, milliseconds: bool = False) -> float | None:
+    """Seconds to wait, from a `retry-after` header (delta-seconds or an HTTP date) or, with
+    `milliseconds=True`, from a `retry-after-ms` header. None when absent or unreadable."""
     if value is None:
         return None
     try:
-        seconds = float(value)
+        number = float(value)
     except ValueError:
+        return None if milliseconds else _seconds_until(value)
+    if number < 0:
         return None
-    return seconds if seconds >= 0 else None
+    return number / 1000 if milliseconds else number
+
+
+def _seconds_until(http_date: str) -> float | None:
+    try:
+        when = email.utils.parsedate_to_datetime(http_date)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
