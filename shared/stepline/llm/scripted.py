@@ -76,8 +76,8 @@ class ScriptedModel:
 
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedModel:
-        data = loads_strict(Path(path).read_text(encoding="utf-8"))
-        steps = data["steps"] if isinstance(data, dict) else data
+        data: Any = loads_strict(Path(path).read_text(encoding="utf-8"))
+        steps = cast(list[Any], data["steps"] if isinstance(data, dict) else data)
         return cls.from_script(steps, model_id=Path(path).stem)
 
     def assert_consumed(self) -> None:

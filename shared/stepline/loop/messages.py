@@ -112,11 +112,11 @@ class StepContent:
         )
 
     def add_approval_request(self, approval_id: str, tool_call_id: str, *, is_automatic: bool | None = None) -> None:
-        extra = {} if is_automatic is None else {"is_automatic": is_automatic}
+        extra: dict[str, Any] = {} if is_automatic is None else {"is_automatic": is_automatic}
         self.assistant.append(ToolApprovalRequestPart(approval_id=approval_id, tool_call_id=tool_call_id, **extra))
 
     def add_approval_response(self, approval_id: str, approved: bool, reason: str | None) -> None:
-        extra = {} if reason is None else {"reason": reason}
+        extra: dict[str, Any] = {} if reason is None else {"reason": reason}
         self.tool.append(ToolApprovalResponsePart(approval_id=approval_id, approved=approved, **extra))
 
     def add_provider_result(self, result: ToolResultRecord, metadata: ProviderMetadata | None) -> None:

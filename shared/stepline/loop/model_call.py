@@ -51,6 +51,7 @@ from ..llm.errors import ModelCallError
 from ..protocol import stream_parts as sp
 from ..protocol.chunks import ProviderMetadata
 from ..protocol.metadata import RetryRecord
+from . import telemetry
 from .callbacks import ModelCallEndEvent, ModelCallStartEvent, notify
 from .config import LoopConfig
 from .state import ToolCallRecord, ToolResultRecord, UsageTotals
@@ -203,7 +204,7 @@ class _Call:
             case V4Raw():
                 if self.config.include.raw_chunks:
                     await self.emit(sp.Raw(raw_value=part.raw_value))
-            case V4Ping() | V4StreamStart():
+            case V4Ping():
                 pass
 
     async def _end_text(self, part: V4TextEnd | V4ReasoningEnd) -> None:
@@ -291,10 +292,15 @@ async def run_model_call(
     step_number: int,
     retries: list[RetryRecord],
     on_tool_call: OnToolCall,
+    result: ModelCallResult | None = None,
 ) -> ModelCallResult:
-    """Stream one model call into `emit`; raises `StepFailure` when it fails for good."""
+    """Stream one model call into `emit`; raises `StepFailure` when it fails for good.
+
+    `result` is filled in place when given, so the caller sees what `on_tool_call` added to it (approval
+    parts) and how far the call got when it fails.
+    """
     attempt = 0
-    result = ModelCallResult()
+    result = result if result is not None else ModelCallResult()
     while True:
         started = config.clock()
         await notify(
@@ -310,8 +316,22 @@ async def run_model_call(
             ),
         )
         call = _Call(config, emit, result, list(options.prompt), on_tool_call)
+        attributes = {
+            "gen_ai.provider.name": model.provider,
+            "gen_ai.request.model": model.model_id,
+            "stepline.step_number": step_number,
+            "stepline.attempt": attempt,
+        }
         try:
-            await _stream(config, model, options, call)
+            with telemetry.span(config.tracer, telemetry.MODEL_CALL, attributes) as span:
+                await _stream(config, model, options, call)
+                span.update(
+                    {
+                        "gen_ai.response.finish_reasons": [result.finish_reason],
+                        "gen_ai.usage.input_tokens": result.usage.input_tokens,
+                        "gen_ai.usage.output_tokens": result.usage.output_tokens,
+                    }
+                )
         except (ModelCallError, TimeoutError) as error:
             retryable = error.retryable if isinstance(error, ModelCallError) else True
             if not retryable or result.visible or attempt >= config.max_retries:

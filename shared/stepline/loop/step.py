@@ -21,6 +21,7 @@ from ..llm.errors import ModelCallError, UnsupportedCapabilityError
 from ..protocol import stream_parts as sp
 from ..protocol.model_messages import ModelFilePart, ModelMessage, UserModelMessage
 from ..protocol.to_chunks import error_message
+from . import telemetry
 from .approval import resolve_approval, sign_approval
 from .callbacks import StepEndEvent, StepStartEvent, notify
 from .config import LoopConfig, PrepareStepResult
@@ -222,6 +223,20 @@ def _content(
 
 async def run_step(config: LoopConfig, state: LoopState, *, emit: Emit) -> StepOutcome:
     """Run the next step of `state`; never raises for a model or tool failure (the outcome says)."""
+    attributes = {"stepline.run_id": state.run_id, "stepline.step_number": state.step_number}
+    with telemetry.span(config.tracer, telemetry.STEP, attributes) as span:
+        outcome = await _run_step(config, state, emit=emit)
+        span.update(
+            {
+                "stepline.outcome": outcome.kind,
+                "stepline.finish_reason": outcome.finish_reason,
+                "stepline.error_code": outcome.error_code,
+            }
+        )
+        return outcome
+
+
+async def _run_step(config: LoopConfig, state: LoopState, *, emit: Emit) -> StepOutcome:
     step_config, model, messages = await _prepare(config, state)
     step_number = state.step_number
     await notify(
@@ -244,8 +259,8 @@ async def run_step(config: LoopConfig, state: LoopState, *, emit: Emit) -> StepO
             step_number=step_number,
             retries=retries,
             on_tool_call=tools.on_tool_call,
+            result=result,
         )
-        tools.result = result
     except (StepFailure, UnsupportedCapabilityError) as failure:
         return await _failed(config, state, emit, failure, result, retries)
     executed: list[tuple[ToolResultRecord, Any]] = []

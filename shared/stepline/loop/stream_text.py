@@ -34,9 +34,11 @@ from ..protocol.model_messages import (
     ToolApprovalResponsePart,
     ToolCallPart,
     ToolModelMessage,
+    ToolResultPart,
     UserModelMessage,
 )
 from ..protocol.to_chunks import UIStreamOptions, to_ui_message_stream_async
+from . import telemetry
 from .approval import ApprovalDecision
 from .callbacks import AbortEvent, ChunkEvent, EndEvent, ErrorEvent, StartEvent, notify
 from .config import LoopConfig
@@ -83,9 +85,6 @@ def _decisions_from_messages(
     """The SDK's continuation: a trailing tool message with approval responses decides pending calls."""
     if not messages or not isinstance(messages[-1], ToolModelMessage):
         return messages, [], []
-    responses = [p for p in messages[-1].content if isinstance(p, ToolApprovalResponsePart)]
-    if not responses:
-        return messages, [], []
     calls: dict[str, ToolCallPart] = {}
     requests: dict[str, str] = {}
     for message in messages:
@@ -95,14 +94,24 @@ def _decisions_from_messages(
                     calls[part.tool_call_id] = part
                 elif isinstance(part, ToolApprovalRequestPart):
                     requests[part.approval_id] = part.tool_call_id
+    # A response whose call already has a result in this message was applied before: never again
+    # (the SDK's `collectToolApprovals` skips it too), so a replayed history cannot re-run a tool.
+    answered = {p.tool_call_id for p in messages[-1].content if isinstance(p, ToolResultPart)}
+    responses = [
+        p
+        for p in messages[-1].content
+        if isinstance(p, ToolApprovalResponsePart) and requests.get(p.approval_id) not in answered
+    ]
+    if not responses:
+        return messages, [], []
     pending: list[PendingApproval] = []
-    for approval_id, tool_call_id in requests.items():
-        call = calls.get(tool_call_id)
+    for response in responses:
+        call = calls.get(requests.get(response.approval_id, ""))
         if call is not None:
             record = ToolCallRecord(tool_call_id=call.tool_call_id, tool_name=call.tool_name, input=call.input)
-            pending.append(PendingApproval(approval_id=approval_id, tool_call=record, requested_at=0))
+            pending.append(PendingApproval(approval_id=response.approval_id, tool_call=record, requested_at=0))
     decisions = [ApprovalDecision(approval_id=r.approval_id, approved=r.approved, reason=r.reason) for r in responses]
-    rest = [p for p in messages[-1].content if not isinstance(p, ToolApprovalResponsePart)]
+    rest = [p for p in messages[-1].content if not any(p is r for r in responses)]
     kept = messages[:-1] + ([messages[-1].model_copy(update={"content": rest})] if rest else [])
     return kept, pending, decisions
 
@@ -231,24 +240,46 @@ class StreamTextResult:
     async def _run(self) -> None:
         pump = asyncio.create_task(self._pump())
         config = self.config
+        model = config.model
+        attributes = {
+            "stepline.run_id": self.state.run_id,
+            "gen_ai.provider.name": model.provider,
+            "gen_ai.request.model": model.model_id,
+        }
         try:
-            await self._emit(sp.Start())
-            model = config.model
-            await notify(
-                config.callbacks.on_start,
-                StartEvent(
-                    self.state.run_id,
-                    model.provider,
-                    model.model_id,
-                    self.state.messages,
-                    [t.name for t in config.tools],
-                    config.runtime_context,
-                ),
-            )
-            await self._guarded()
+            with telemetry.span(config.tracer, telemetry.RUN, attributes) as span:
+                # on_start comes first (the SDK's order), before on_chunk sees the `start` part.
+                await notify(
+                    config.callbacks.on_start,
+                    StartEvent(
+                        self.state.run_id,
+                        model.provider,
+                        model.model_id,
+                        self.state.messages,
+                        [t.name for t in config.tools],
+                        config.runtime_context,
+                    ),
+                )
+                await self._emit(sp.Start())
+                await self._guarded()
+                span.update(self._span_outcome())
         finally:
             self._queue.put_nowait(None)
             await pump
+
+    def _span_outcome(self) -> dict[str, telemetry.AttributeValue | None]:
+        kind = (
+            "aborted"
+            if self.aborted
+            else "error"
+            if self.error is not None
+            else (self.outcome.kind if self.outcome is not None else None)
+        )
+        return {
+            "stepline.outcome": kind,
+            "stepline.finish_reason": self.outcome.finish_reason if self.outcome is not None else None,
+            "stepline.step_count": len(self.state.steps),
+        }
 
     async def _guarded(self) -> None:
         config = self.config
@@ -284,12 +315,13 @@ class StreamTextResult:
                 self.state = await resume_with_decisions(config, self.state, self._decisions, emit=self._emit)
             if self._client_outputs:
                 self.state = await resume_with_client_outputs(config, self.state, self._client_outputs, emit=self._emit)
-            while True:
+            outcome = self.outcome = _still_waiting(self.state)
+            while outcome is None:
                 async with asyncio.timeout(config.timeouts.step):
-                    outcome = await run_step(config, self.state, emit=self._emit)
-                self.state, self.outcome = outcome.state, outcome
-                if outcome.kind != "continue":
-                    break
+                    step_outcome = await run_step(config, self.state, emit=self._emit)
+                self.state, self.outcome = step_outcome.state, step_outcome
+                if step_outcome.kind != "continue":
+                    outcome = step_outcome
         if outcome.kind == "failed" and outcome.error_code != "stream_error":
             await notify(
                 config.callbacks.on_error,
@@ -310,6 +342,16 @@ class StreamTextResult:
                 list(self.state.response_messages),
             ),
         )
+
+
+def _still_waiting(state: LoopState) -> StepOutcome | None:
+    """A run with approvals or client outputs still outstanding takes no step (decisions may be partial)."""
+    finish_reason = state.steps[-1].finish_reason if state.steps else None
+    if state.pending_approvals:
+        return StepOutcome("await-approval", state, finish_reason=finish_reason)
+    if state.pending_client_calls:
+        return StepOutcome("await-client", state, finish_reason=finish_reason)
+    return None
 
 
 def _usage(u: UsageTotals) -> sp.LanguageModelUsage:

@@ -15,6 +15,7 @@ from typing import Any
 from ..protocol import stream_parts as sp
 from ..protocol.model_messages import ToolResultOutput
 from ..protocol.to_chunks import error_message
+from . import telemetry
 from .callbacks import ToolExecutionEndEvent, ToolExecutionStartEvent, notify
 from .config import LoopConfig
 from .messages import model_output
@@ -53,6 +54,22 @@ async def execute_tools(
 
 
 async def _execute(
+    config: LoopConfig, call: ToolCallRecord, *, emit: Emit, run_id: str, step_number: int, messages: list[Any]
+) -> tuple[ToolResultRecord, ToolResultOutput | None]:
+    attributes = {
+        "gen_ai.tool.name": call.tool_name,
+        "gen_ai.tool.call.id": call.tool_call_id,
+        "stepline.step_number": step_number,
+    }
+    with telemetry.span(config.tracer, telemetry.TOOL, attributes) as span:
+        record, output = await _run_tool(
+            config, call, emit=emit, run_id=run_id, step_number=step_number, messages=messages
+        )
+        span.set("stepline.tool.error", record.error_text is not None)
+        return record, output
+
+
+async def _run_tool(
     config: LoopConfig, call: ToolCallRecord, *, emit: Emit, run_id: str, step_number: int, messages: list[Any]
 ) -> tuple[ToolResultRecord, ToolResultOutput | None]:
     tool = config.tool(call.tool_name)

@@ -14,7 +14,7 @@ properties, enums) — enough to reject what a model typically gets wrong withou
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -120,7 +120,7 @@ class Tool:
             yield _plain(last), False
             return
         if inspect.isawaitable(result):
-            result = await cast(Awaitable[Any], result)
+            result = await result
         yield _plain(result), False
 
 

@@ -49,10 +49,8 @@ __all__ = [
     "ToolResult",
 ]
 
-_frozen = dataclass(frozen=True, slots=True, kw_only=True)
 
-
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LanguageModelUsage:
     """Token usage. A count the provider did not report is None, never 0."""
 
@@ -63,7 +61,7 @@ class LanguageModelUsage:
     cache_write_tokens: int | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GeneratedFile:
     """A file the model produced; it travels to the client as a data URL."""
 
@@ -71,12 +69,12 @@ class GeneratedFile:
     base64: str
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Start:
     """The whole run starts (`start`)."""
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Finish:
     """The whole run ends (`finish`)."""
 
@@ -85,7 +83,7 @@ class Finish:
     total_usage: LanguageModelUsage = field(default_factory=LanguageModelUsage)
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StartStep:
     """A model step starts (`start-step`). Request details never reach the UI."""
 
@@ -93,7 +91,7 @@ class StartStep:
     warnings: tuple[Any, ...] = ()
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FinishStep:
     """A model step ends (`finish-step`). Usage and response details never reach the UI chunk."""
 
@@ -104,21 +102,21 @@ class FinishStep:
     response: dict[str, Any] = field(default_factory=dict[str, Any])
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Abort:
     """The run was aborted on purpose (`abort`)."""
 
     reason: str | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StreamError:
     """A stream-level error (`error`). `error` is the exception; the UI only sees `on_error(error)`."""
 
     error: object
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Data:
     """Stepline extension (no SDK counterpart): application data, sent as a `data-<name>` chunk.
 
@@ -131,53 +129,53 @@ class Data:
     transient: bool | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Raw:
     """A raw provider event (`raw`); never reaches the UI."""
 
     raw_value: JsonValue
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TextStart:
     id: str
     provider_metadata: ProviderMetadata | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TextDelta:
     id: str
     text: str
     provider_metadata: ProviderMetadata | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TextEnd:
     id: str
     citations: tuple[Citation, ...] | None = None
     provider_metadata: ProviderMetadata | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReasoningStart:
     id: str
     provider_metadata: ProviderMetadata | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReasoningDelta:
     id: str
     text: str
     provider_metadata: ProviderMetadata | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReasoningEnd:
     id: str
     provider_metadata: ProviderMetadata | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class File:
     """A file the model generated (`file`)."""
 
@@ -185,7 +183,7 @@ class File:
     provider_metadata: ProviderMetadata | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReasoningFile:
     """A file produced while reasoning (`reasoning-file`)."""
 
@@ -193,7 +191,7 @@ class ReasoningFile:
     provider_metadata: ProviderMetadata | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Source:
     """A source reference (`source`), by URL or by document."""
 
@@ -206,7 +204,7 @@ class Source:
     provider_metadata: ProviderMetadata | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Custom:
     """Provider-specific content; `kind` is `{provider}.{provider-type}`."""
 
@@ -214,7 +212,7 @@ class Custom:
     provider_metadata: ProviderMetadata | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _ToolFlags:
     provider_executed: bool | None = None
     provider_metadata: ProviderMetadata | None = None
@@ -222,7 +220,7 @@ class _ToolFlags:
     dynamic: bool | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolInputStart(_ToolFlags):
     id: str
     tool_name: str
@@ -230,18 +228,18 @@ class ToolInputStart(_ToolFlags):
     title: str | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolInputDelta:
     id: str
     delta: str
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolInputEnd:
     id: str
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCall(_ToolFlags):
     """A complete tool call. `invalid` calls (unknown tool, bad input) carry the `error`."""
 
@@ -253,7 +251,7 @@ class ToolCall(_ToolFlags):
     error: object = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResult(_ToolFlags):
     tool_call_id: str
     tool_name: str
@@ -262,7 +260,7 @@ class ToolResult(_ToolFlags):
     preliminary: bool | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolError(_ToolFlags):
     """A tool failed. For provider-executed tools `error` is the provider's value (string or JSON)."""
 
@@ -272,13 +270,13 @@ class ToolError(_ToolFlags):
     error: object
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolOutputDenied:
     tool_call_id: str
     tool_name: str
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolApprovalRequest:
     approval_id: str
     tool_call: ToolCall
@@ -287,7 +285,7 @@ class ToolApprovalRequest:
     signature: str | None = None
 
 
-@_frozen
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolApprovalResponse:
     approval_id: str
     tool_call: ToolCall
