@@ -124,6 +124,13 @@ class _Call:
         if isinstance(part, V4StreamStart):
             result.warnings = [dict(w) for w in part.warnings]
             return
+        if (
+            isinstance(part, V4Error)
+            and isinstance(part.error, ModelCallError)
+            and part.error.retryable
+            and not result.visible
+        ):
+            raise part.error  # a transient error reported in-stream (e.g. overloaded) before any output: retry
         if not result.step_started and not isinstance(part, V4Ping):
             result.step_started = True
             await self.emit(sp.StartStep(warnings=tuple(result.warnings)))

@@ -3,6 +3,7 @@ completed tools; no automatic retry after visible text."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from typing import Any
 
@@ -218,3 +219,39 @@ def test_retries_recorded_in_earlier_runs_are_kept() -> None:
 
     resumed = run(resume)
     assert [r.reason for r in resumed.state.retries] == ["rate limit (429)", "server (503)"]
+
+
+def test_a_retryable_error_reported_inside_the_stream_before_output_is_retried() -> None:
+    from stepline.llm.base import V4Error, parse_stream_part
+    from stepline.llm.errors import ModelCallError
+    from stepline.llm.scripted import ScriptedModel, ScriptedStep
+    from stepline.loop.stream_text import stream_text
+
+    overloaded = ModelCallError("Overloaded", kind="overloaded", provider="anthropic", status_code=529)
+    first = ScriptedStep(parts=[parse_stream_part({"type": "stream-start", "warnings": []}), V4Error(error=overloaded)])
+    second = ScriptedStep(
+        parts=[
+            parse_stream_part(p)
+            for p in [
+                {"type": "text-start", "id": "t"},
+                {"type": "text-delta", "id": "t", "delta": "ok"},
+                {"type": "text-end", "id": "t"},
+                {"type": "finish", "finishReason": {"unified": "stop", "raw": "stop"}, "usage": {}},
+            ]
+        ]
+    )
+    model = ScriptedModel(steps=[first, second])
+    delays: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        delays.append(seconds)
+
+    async def run() -> tuple[str, list[str]]:
+        result = stream_text(model=model, prompt="hi", sleep=sleep)
+        types = [c.type async for c in result.ui_message_stream()]
+        return await result.text(), types
+
+    text, types = asyncio.run(run())
+    assert text == "ok"
+    assert len(model.calls) == 2 and len(delays) == 1
+    assert "error" not in types and "data-retry" in types
