@@ -53,17 +53,19 @@ def instruction_messages(instructions: Instructions | None) -> list[SystemModelM
 
 
 def prompt_messages(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
-    """The messages as a provider sees them: approval parts removed, emptied messages dropped."""
+    """The messages as a provider sees them: approval parts removed, emptied messages dropped.
+
+    Messages without approval parts are passed through as they are (no copy): this runs on every
+    step over the whole conversation.
+    """
     out: list[ModelMessage] = []
     for message in messages:
-        if isinstance(message, AssistantModelMessage):
-            content = [p for p in message.content if not isinstance(p, ToolApprovalRequestPart)]
-            if content:
-                out.append(message.model_copy(update={"content": content}))
-        elif isinstance(message, ToolModelMessage):
-            tool_content = [p for p in message.content if not isinstance(p, ToolApprovalResponsePart)]
-            if tool_content:
-                out.append(message.model_copy(update={"content": tool_content}))
+        if isinstance(message, AssistantModelMessage | ToolModelMessage) and any(
+            isinstance(p, ToolApprovalRequestPart | ToolApprovalResponsePart) for p in message.content
+        ):
+            kept = [p for p in message.content if not isinstance(p, ToolApprovalRequestPart | ToolApprovalResponsePart)]
+            if kept:
+                out.append(message.model_copy(update={"content": kept}))
         else:
             out.append(message)
     return out
