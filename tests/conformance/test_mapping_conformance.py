@@ -143,7 +143,12 @@ OPTION_SETS: list[tuple[str, UIStreamOptions, dict[str, Any]]] = [
 
 def test_every_sdk_part_type_is_exercised() -> None:
     assert {type(p) for p in PARTS} == set(SDK_TYPES)
-    assert set(sp.__all__) - {t.__name__ for t in SDK_TYPES} == {"Data", "GeneratedFile", "LanguageModelUsage", "TextStreamPart"}
+    assert set(sp.__all__) - {t.__name__ for t in SDK_TYPES} == {
+        "Data",
+        "GeneratedFile",
+        "LanguageModelUsage",
+        "TextStreamPart",
+    }
 
 
 @pytest.mark.parametrize(

@@ -89,8 +89,10 @@ class UnsupportedCapabilityError(StepLineError):
 
 
 def parse_retry_after(value: str | None, *, milliseconds: bool = False) -> float | None:
-    """Seconds to wait, from a `retry-after` header (delta-seconds or an HTTP date) or, with
-    `milliseconds=True`, from a `retry-after-ms` header. None when absent or unreadable."""
+    """Seconds to wait from a retry header; None when absent or unreadable.
+
+    Reads `retry-after` (delta-seconds or an HTTP date), or `retry-after-ms` with `milliseconds=True`.
+    """
     if value is None:
         return None
     try:
