@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from pydantic import Field, JsonValue, TypeAdapter
+from pydantic import Field, JsonValue, TypeAdapter, field_serializer
 
 from ..protocol._base import LooseWireModel
 from ..protocol.chunks import Citation, ProviderMetadata
@@ -34,6 +34,7 @@ __all__ = [
     "ModelStreamPart",
     "ResponseFormat",
     "ToolChoice",
+    "UnifiedFinishReason",
     "V4Custom",
     "V4Error",
     "V4File",
@@ -66,7 +67,9 @@ UnifiedFinishReason = Literal["stop", "length", "content-filter", "tool-calls", 
 
 
 class _Part(LooseWireModel):
-    pass
+    def to_wire(self) -> dict[str, Any]:
+        """The part's JSON; None means absent here (the SDK's parts have no meaningful nulls)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 class V4InputTokens(LooseWireModel):
@@ -92,6 +95,11 @@ class V4Usage(LooseWireModel):
     input_tokens: V4InputTokens = Field(default_factory=V4InputTokens)
     output_tokens: V4OutputTokens = Field(default_factory=V4OutputTokens)
     raw: dict[str, JsonValue] | None = None
+
+    def model_post_init(self, context: Any, /) -> None:
+        super().model_post_init(context)
+        # Both count objects are always on the wire, as in the SDK (`{"inputTokens": {}, ...}`).
+        self.__pydantic_fields_set__.update({"input_tokens", "output_tokens"})
 
 
 class V4FinishReason(LooseWireModel):
@@ -258,6 +266,13 @@ class V4Error(_Part):
 
     type: Literal["error"] = "error"
     error: Any = None
+
+    @field_serializer("error")
+    def _error_json(self, error: Any) -> Any:
+        # An exception is written as its name and message (never its traceback or arguments).
+        if isinstance(error, BaseException):
+            return {"name": getattr(error, "name", type(error).__name__), "message": str(error)}
+        return error
 
 
 ModelStreamPart = Annotated[

@@ -35,6 +35,7 @@ class ModelCallError(StepLineError):
         retry_after: Seconds the provider asked us to wait (from `retry-after`), if any.
         status_code: The HTTP status, when there was one.
         provider: The provider name (`openai`, `anthropic`, `scripted`).
+        code: The provider's own error code (`insufficient_quota`, `overloaded_error`), if any.
     """
 
     def __init__(
@@ -46,8 +47,10 @@ class ModelCallError(StepLineError):
         status_code: int | None = None,
         retry_after: float | None = None,
         retryable: bool | None = None,
+        code: str | None = None,
     ) -> None:
         super().__init__(message)
+        self.code = code
         self.kind: ErrorKind = kind
         self.provider = provider
         self.status_code = status_code
@@ -56,7 +59,14 @@ class ModelCallError(StepLineError):
 
     @classmethod
     def from_status(
-        cls, status_code: int, message: str, *, provider: str, retry_after: float | None = None
+        cls,
+        status_code: int,
+        message: str,
+        *,
+        provider: str,
+        retry_after: float | None = None,
+        code: str | None = None,
+        retryable: bool | None = None,
     ) -> ModelCallError:
         """Classify an HTTP status."""
         kind: ErrorKind
@@ -76,7 +86,15 @@ class ModelCallError(StepLineError):
             kind = "bad_request"
         else:
             kind = "other"
-        return cls(message, kind=kind, provider=provider, status_code=status_code, retry_after=retry_after)
+        return cls(
+            message,
+            kind=kind,
+            provider=provider,
+            status_code=status_code,
+            retry_after=retry_after,
+            code=code,
+            retryable=retryable,
+        )
 
 
 class UnsupportedCapabilityError(StepLineError):

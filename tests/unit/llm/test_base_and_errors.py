@@ -59,3 +59,25 @@ def test_stream_parts_parse_from_the_sdk_json_shape() -> None:
     assert finish.usage.input_tokens.total == 3 and finish.usage.output_tokens.total is None  # type: ignore[union-attr]
     with pytest.raises(ValueError):
         parse_stream_part({"type": "tool-call", "toolCallId": "c"})
+
+
+def test_wire_forms_of_parts() -> None:
+    from stepline.llm.base import V4Error, V4TextDelta, V4Usage
+
+    assert V4Usage().to_wire() == {"inputTokens": {}, "outputTokens": {}}
+    assert V4TextDelta(id="t", delta="x", provider_metadata=None).to_wire() == {
+        "type": "text-delta",
+        "id": "t",
+        "delta": "x",
+    }
+    error = ModelCallError(
+        "quota gone", kind="rate_limit", provider="openai", code="insufficient_quota", retryable=False
+    )
+    assert V4Error(error=error).to_wire() == {
+        "type": "error",
+        "error": {"name": "ModelCallError", "message": "quota gone"},
+    }
+    assert V4Error(error={"code": "x"}).to_wire() == {"type": "error", "error": {"code": "x"}}
+    assert (error.code, error.retryable) == ("insufficient_quota", False)
+    forced = ModelCallError.from_status(429, "quota", provider="openai", code="insufficient_quota", retryable=False)
+    assert (forced.kind, forced.retryable, forced.code) == ("rate_limit", False, "insufficient_quota")
