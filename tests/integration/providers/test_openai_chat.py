@@ -269,7 +269,7 @@ def test_an_error_chunk_in_the_stream_becomes_an_error_part(fake: FakeOpenAI) ->
     assert isinstance(error, ModelCallError)
     assert (error.kind, error.retryable) == ("overloaded", True)
     assert str(error) == "OpenAI Chat Completions stream error overloaded: upstream overloaded"
-    assert parts[-1]["finishReason"] == {"unified": "error", "raw": None}
+    assert parts[-1]["finishReason"] == {"unified": "error"}
 
 
 # --- providerOptions ---------------------------------------------------------------------------
