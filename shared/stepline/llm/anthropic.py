@@ -105,7 +105,7 @@ class AnthropicModel:
         response = await self._send(request)
         state = AnthropicStreamState(uses_json_tool=request.uses_json_tool, include_raw=options.include_raw_chunks)
         try:
-            yield V4StreamStart(warnings=request.warnings)
+            yield V4StreamStart(warnings=request.warnings, request_body=request.body)
             async for event in anthropic.AsyncStream.raw_events(response.response):
                 for part in state.feed(event.event, event.data):
                     yield part

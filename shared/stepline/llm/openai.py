@@ -144,12 +144,13 @@ class _OpenAIModelBase:
         state: _StreamState,
         warnings: list[CallWarning],
         include_raw_chunks: bool,
+        request_body: dict[str, Any] | None = None,
     ) -> AsyncIterator[ModelStreamPart]:
         try:
             stream = await open_stream()
         except openai.OpenAIError as error:
             raise self._error(error) from None
-        yield V4StreamStart(warnings=warnings)
+        yield V4StreamStart(warnings=warnings, request_body=request_body)
         try:
             async for event in stream:
                 raw = cast(dict[str, Any], event.to_dict())
@@ -206,7 +207,7 @@ class OpenAIResponsesModel(_OpenAIModelBase):
             )
 
         state = ResponsesStreamState(provider=self._provider)
-        async for part in self._run(open_stream, state, request.warnings, options.include_raw_chunks):
+        async for part in self._run(open_stream, state, request.warnings, options.include_raw_chunks, request.body):
             yield part
 
 
@@ -240,7 +241,7 @@ class OpenAIChatModel(_OpenAIModelBase):
             )
 
         state = ChatStreamState(provider=self._provider)
-        async for part in self._run(open_stream, state, request.warnings, options.include_raw_chunks):
+        async for part in self._run(open_stream, state, request.warnings, options.include_raw_chunks, request.body):
             yield part
 
 

@@ -100,6 +100,7 @@ class ModelCallResult:
     response_id: str | None = None
     model_id: str | None = None
     warnings: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    request_body: dict[str, Any] | None = None
     step_started: bool = False
     visible: bool = False
     stream_error: BaseException | None = None
@@ -123,6 +124,7 @@ class _Call:
         result = self.result
         if isinstance(part, V4StreamStart):
             result.warnings = [dict(w) for w in part.warnings]
+            result.request_body = part.request_body
             return
         if (
             isinstance(part, V4Error)

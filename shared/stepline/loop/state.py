@@ -117,6 +117,10 @@ class StepRecord(WireModel):
     provider_metadata: ProviderMetadata | None = None
     response_messages: list[ModelMessage] = Field(default_factory=list[ModelMessage])
     """This step's messages only (the SDK's v7 `step.response.messages`)."""
+    request_messages: list[ModelMessage] | None = None
+    """The prompt sent, with `Include(request_messages=True)` (off by default: it can be large)."""
+    request_body: dict[str, JsonValue] | None = None
+    """The provider request body, with `Include(request_body=True)` (off by default)."""
 
 
 class PendingApproval(WireModel):

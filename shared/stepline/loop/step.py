@@ -279,6 +279,14 @@ async def _run_step(config: LoopConfig, state: LoopState, *, emit: Emit) -> Step
         )
     content = _content(result, tools, executed)
     record = _record(step_number, result, content, [r for r, _ in [*tools.outputs, *executed]])
+    include = config.include
+    if include.request_messages or include.request_body:
+        record = record.model_copy(
+            update={
+                "request_messages": options.prompt if include.request_messages else None,
+                "request_body": result.request_body if include.request_body else None,
+            }
+        )
     state = state.model_copy(
         update={
             "response_messages": [*state.response_messages, *record.response_messages],

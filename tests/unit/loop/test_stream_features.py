@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -117,3 +118,44 @@ def test_call_settings_headers_and_provider_options_reach_the_model() -> None:
     )
     assert options.headers == {"x-trace": "1"}
     assert options.provider_options == {"openai": {"store": False}}
+
+
+def test_include_keeps_request_messages_and_body_only_when_asked() -> None:
+    from stepline.llm.base import (
+        ModelCallOptions,
+        V4Finish,
+        V4FinishReason,
+        V4StreamStart,
+        V4TextDelta,
+        V4TextEnd,
+        V4TextStart,
+    )
+    from stepline.loop.config import Include
+    from stepline.loop.stream_text import stream_text
+
+    class BodyModel:
+        provider = "test"
+        model_id = "body"
+
+        @property
+        def capabilities(self) -> Any:
+            from stepline.llm.base import ModelCapabilities
+
+            return ModelCapabilities()
+
+        async def stream(self, options: ModelCallOptions) -> Any:
+            yield V4StreamStart(request_body={"model": "body", "messages": len(options.prompt)})
+            yield V4TextStart(id="t")
+            yield V4TextDelta(id="t", delta="hi")
+            yield V4TextEnd(id="t")
+            yield V4Finish(finish_reason=V4FinishReason(unified="stop"))
+
+    async def run(include: Include) -> Any:
+        result = stream_text(model=BodyModel(), prompt="hello", instructions="be brief", include=include)
+        return (await result.steps())[0]
+
+    plain = asyncio.run(run(Include()))
+    assert plain.request_messages is None and plain.request_body is None
+    full = asyncio.run(run(Include(request_messages=True, request_body=True)))
+    assert full.request_body == {"model": "body", "messages": 2}
+    assert [m.role for m in full.request_messages] == ["system", "user"]
