@@ -115,8 +115,8 @@ class V4StreamStart(_Part):
     type: Literal["stream-start"] = "stream-start"
     warnings: list[dict[str, JsonValue]] = Field(default_factory=list[dict[str, JsonValue]])
     request_body: dict[str, Any] | None = Field(default=None, exclude=True)
-    """Stepline extension (not part of the part's JSON) (the SDK returns it beside the stream): the provider request as sent,
-    kept in the step record only with `Include(request_body=True)`."""
+    """Stepline extension, not part of the JSON (the SDK returns it beside the stream): the
+    provider request as sent, kept in the step record only with `Include(request_body=True)`."""
 
 
 class V4ResponseMetadata(_Part):
