@@ -1,0 +1,681 @@
+"""`DynamoStore`: the store port on DynamoDB (keys and indexes in docs/data-model.md).
+
+Every item is `{pk, sk, kind, rev, data}` plus the index attributes its access patterns need;
+`data` is the record's JSON (or, above the offload threshold, a pointer to the blob that holds it,
+written first). An operation (`stepline.store.operations`) runs on a unit of work that reads with
+strongly consistent reads and commits all its writes in one `TransactWriteItems`, each write
+conditioned on `rev` being what was read (`attribute_not_exists(pk)` for a new item). When another
+writer won, the transaction is cancelled and the operation runs again on fresh reads: this is how
+an approval is decided exactly once, a tool call claimed once, and event seqs allocated without a
+gap or a duplicate. `ClientRequestToken` is not used (moto ignores it, and conditions suffice).
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from pydantic import JsonValue
+
+from ..protocol._json import dumps, loads_strict
+from ..store import operations as ops
+from ..store.errors import ConcurrentUpdate, Conflict, NotFound, StoreError
+from ..store.ports import ClaimResult, DecisionResult, FinishRun, Page, SnapshotUpdate, TurnStart, TurnStarted
+from ..store.records import (
+    TERMINAL,
+    ApprovalRecord,
+    ArtifactRecord,
+    CheckpointReason,
+    CheckpointRecord,
+    ConversationRecord,
+    EventRecord,
+    MessageRecord,
+    NewEvent,
+    RunRecord,
+    StepRecordRow,
+    ToolCallRecord,
+)
+from ..store.unit import Record
+
+__all__ = ["DynamoStore"]
+
+T = TypeVar("T")
+MAX_ATTEMPTS = 40
+_NEVER = 9_999_999_999_999
+
+
+def _s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def _n(value: int) -> dict[str, str]:
+    return {"N": str(value)}
+
+
+def keys(record: Record) -> dict[str, dict[str, str]]:
+    """The primary key of a record's item."""
+    match record:
+        case ConversationRecord():
+            return {"pk": _s(f"U#{record.user_id}#C#{record.conversation_id}"), "sk": _s("META")}
+        case MessageRecord():
+            return {"pk": _s(f"U#{record.user_id}#C#{record.conversation_id}"), "sk": _s(f"M#{record.seq:010d}")}
+        case RunRecord():
+            return {"pk": _s(f"U#{record.user_id}#R#{record.run_id}"), "sk": _s("META")}
+        case StepRecordRow():
+            return {"pk": _s(f"U#{record.user_id}#R#{record.run_id}"), "sk": _s(f"S#{record.step_index:06d}")}
+        case ToolCallRecord():
+            return {"pk": _s(f"U#{record.user_id}#R#{record.run_id}"), "sk": _s(f"T#{record.tool_call_id}")}
+        case ApprovalRecord():
+            return {"pk": _s(f"U#{record.user_id}#A#{record.approval_id}"), "sk": _s("META")}
+        case CheckpointRecord():
+            return {"pk": _s(f"U#{record.user_id}#R#{record.run_id}"), "sk": _s(f"K#{record.seq:06d}")}
+        case EventRecord():
+            return {"pk": _s(f"U#{record.user_id}#R#{record.run_id}"), "seq": _n(record.seq)}
+        case ArtifactRecord():
+            return {"pk": _s(f"U#{record.user_id}#ART#{record.artifact_id}"), "sk": _s("META")}
+
+
+def index_attributes(record: Record) -> dict[str, dict[str, str]]:
+    """GSI attributes (sparse: present only while the record belongs in the index)."""
+    match record:
+        case ConversationRecord():
+            return {
+                "gsi1pk": _s(f"U#{record.user_id}#CONVS"),
+                "gsi1sk": _s(f"{record.updated_at:013d}#{record.conversation_id}"),
+            }
+        case RunRecord() if record.status not in TERMINAL["run"]:
+            return {
+                "gsi2pk": _s("RUNS#active"),
+                "gsi2sk": _s(f"{record.heartbeat_at or 0:013d}#{record.user_id}#{record.run_id}"),
+            }
+        case ApprovalRecord() if record.status == "requested":
+            expires = record.expires_at if record.expires_at is not None else _NEVER
+            attributes = {
+                "gsi1pk": _s(f"U#{record.user_id}#PENDING"),
+                "gsi1sk": _s(f"{expires:013d}#{record.approval_id}"),
+            }
+            if record.expires_at is not None:
+                attributes |= {
+                    "gsi2pk": _s("APPROVALS#requested"),
+                    "gsi2sk": _s(f"{expires:013d}#{record.user_id}#{record.approval_id}"),
+                }
+            return attributes
+        case ArtifactRecord():
+            return {
+                "gsi1pk": _s(f"U#{record.user_id}#MSG#{record.message_id}#ARTS"),
+                "gsi1sk": _s(f"{record.created_at:013d}#{record.artifact_id}"),
+            }
+        case _:
+            return {}
+
+
+_KINDS: dict[str, type[Any]] = {
+    "conversation": ConversationRecord,
+    "message": MessageRecord,
+    "run": RunRecord,
+    "step": StepRecordRow,
+    "tool_call": ToolCallRecord,
+    "approval": ApprovalRecord,
+    "checkpoint": CheckpointRecord,
+    "event": EventRecord,
+    "artifact": ArtifactRecord,
+}
+_KIND_OF = {cls: kind for kind, cls in _KINDS.items()}
+
+
+class _DynamoUnit:
+    """Consistent reads; writes staged with the revision each read saw."""
+
+    def __init__(self, store: DynamoStore) -> None:
+        self._store = store
+        self._revs: dict[tuple[str, str, str], int] = {}
+        self.writes: list[tuple[Record, bool]] = []
+        self.extra: list[dict[str, Any]] = []
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def remember(self, table: str, item: dict[str, Any]) -> Any:
+        """Decode an item and note the revision a later write must still find."""
+        sort = item.get("sk", item.get("seq"))
+        assert sort is not None
+        key = (table, item["pk"]["S"], next(iter(sort.values())))
+        self._revs[key] = int(item["rev"]["N"])
+        return self._store.decode(item)
+
+    def get_item(self, record_keys: dict[str, dict[str, str]], table: str | None = None) -> Any:
+        table = table or self._store.agent_table
+        item = self._store.client.get_item(TableName=table, Key=record_keys, ConsistentRead=True).get("Item")
+        return None if item is None else self.remember(table, item)
+
+    def _query(self, pk: str, prefix: str) -> list[Any]:
+        table = self._store.agent_table
+        return [self.remember(table, item) for item in self._store.query_all(table, pk, prefix)]
+
+    def conversation(self, user_id: str, conversation_id: str) -> ConversationRecord | None:
+        return self.get_item({"pk": _s(f"U#{user_id}#C#{conversation_id}"), "sk": _s("META")})
+
+    def message(self, user_id: str, conversation_id: str, seq: int) -> MessageRecord | None:
+        return self.get_item({"pk": _s(f"U#{user_id}#C#{conversation_id}"), "sk": _s(f"M#{seq:010d}")})
+
+    def message_id_taken(self, user_id: str, conversation_id: str, message_id: str) -> bool:
+        key = {"pk": _s(f"U#{user_id}#C#{conversation_id}"), "sk": _s(f"MID#{message_id}")}
+        return "Item" in self._store.client.get_item(TableName=self._store.agent_table, Key=key, ConsistentRead=True)
+
+    def run(self, user_id: str, run_id: str) -> RunRecord | None:
+        return self.get_item({"pk": _s(f"U#{user_id}#R#{run_id}"), "sk": _s("META")})
+
+    def step(self, user_id: str, run_id: str, step_index: int) -> StepRecordRow | None:
+        return self.get_item({"pk": _s(f"U#{user_id}#R#{run_id}"), "sk": _s(f"S#{step_index:06d}")})
+
+    def tool_call(self, user_id: str, run_id: str, tool_call_id: str) -> ToolCallRecord | None:
+        return self.get_item({"pk": _s(f"U#{user_id}#R#{run_id}"), "sk": _s(f"T#{tool_call_id}")})
+
+    def run_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
+        return self._query(f"U#{user_id}#R#{run_id}", "T#")
+
+    def run_steps(self, user_id: str, run_id: str) -> list[StepRecordRow]:
+        return self._query(f"U#{user_id}#R#{run_id}", "S#")
+
+    def approval(self, user_id: str, approval_id: str) -> ApprovalRecord | None:
+        return self.get_item({"pk": _s(f"U#{user_id}#A#{approval_id}"), "sk": _s("META")})
+
+    def run_approvals(self, user_id: str, run_id: str) -> list[ApprovalRecord]:
+        pointers = self._store.query_all(self._store.agent_table, f"U#{user_id}#R#{run_id}", "AP#")
+        found = [self.approval(user_id, p["approval_id"]["S"]) for p in pointers]
+        return [a for a in found if a is not None]
+
+    def approval_for_tool_call(self, user_id: str, run_id: str, tool_call_id: str) -> str | None:
+        key = {"pk": _s(f"U#{user_id}#R#{run_id}"), "sk": _s(f"AP#{tool_call_id}")}
+        item = self._store.client.get_item(TableName=self._store.agent_table, Key=key, ConsistentRead=True).get("Item")
+        return None if item is None else item["approval_id"]["S"]
+
+    def artifact(self, user_id: str, artifact_id: str) -> ArtifactRecord | None:
+        return self.get_item({"pk": _s(f"U#{user_id}#ART#{artifact_id}"), "sk": _s("META")})
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    def put(self, record: Record, *, new: bool = False) -> None:
+        self.writes.append((record, new))
+
+    def delete(self, record: Record) -> None:
+        raise NotImplementedError("operations do not delete inside a unit")
+
+    def _action(self, record: Record, new: bool) -> dict[str, Any]:
+        store = self._store
+        is_event = isinstance(record, EventRecord)
+        table = store.events_table if is_event else store.agent_table
+        record_keys = keys(record)
+        sort = record_keys.get("sk", record_keys.get("seq"))
+        assert sort is not None
+        rev_key = (table, record_keys["pk"]["S"], next(iter(sort.values())))
+        previous = self._revs.get(rev_key)
+        if not new and previous is None:
+            raise StoreError(f"internal: {type(record).__name__} written without being read")
+        item = {**record_keys, **index_attributes(record), **store.encode(record), "rev": _n((previous or 0) + 1)}
+        if isinstance(record, EventRecord) and record.expires_at is not None:
+            item["expires_at"] = _n(record.expires_at // 1000)  # TTL reads epoch seconds
+        if new:
+            return {"Put": {"TableName": table, "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}}
+        return {
+            "Put": {
+                "TableName": table,
+                "Item": item,
+                "ConditionExpression": "#rev = :rev",
+                "ExpressionAttributeNames": {"#rev": "rev"},
+                "ExpressionAttributeValues": {":rev": _n(previous or 0)},
+            }
+        }
+
+    def _pointers(self, record: Record) -> list[dict[str, Any]]:
+        table = self._store.agent_table
+        if isinstance(record, MessageRecord):
+            item = {
+                "pk": _s(f"U#{record.user_id}#C#{record.conversation_id}"),
+                "sk": _s(f"MID#{record.message_id}"),
+                "seq": _n(record.seq),
+            }
+        elif isinstance(record, ApprovalRecord):
+            item = {
+                "pk": _s(f"U#{record.user_id}#R#{record.run_id}"),
+                "sk": _s(f"AP#{record.tool_call_id}"),
+                "approval_id": _s(record.approval_id),
+            }
+        else:
+            return []
+        return [{"Put": {"TableName": table, "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}}]
+
+    def commit(self) -> None:
+        actions: list[dict[str, Any]] = []
+        for record, new in self.writes:
+            actions.append(self._action(record, new))
+            if new:
+                actions.extend(self._pointers(record))
+        if not actions:
+            return
+        if len(actions) > 100:
+            raise StoreError(f"one operation would write {len(actions)} items; DynamoDB transactions take 100")
+        self._store.transact(actions)
+
+
+class DynamoStore:
+    """The store on two DynamoDB tables (and a blob store for large payloads).
+
+    Example:
+        store = DynamoStore(boto3.client("dynamodb"), agent_table="AgentTable", events_table="EventsTable",
+                            blobs=S3BlobStore("my-bucket"))
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        agent_table: str,
+        events_table: str,
+        blobs: Any = None,
+        offload_threshold: int = 64 * 1024,
+        delta_retention_ms: int = ops.DELTA_RETENTION_MS,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.client = client
+        self.agent_table = agent_table
+        self.events_table = events_table
+        self._blobs = blobs
+        self._threshold = offload_threshold
+        self._retention = delta_retention_ms
+        self._sleep = sleep
+
+    # -- encoding ----------------------------------------------------------------------------------
+
+    def encode(self, record: Record) -> dict[str, Any]:
+        data = dumps(record.model_dump(mode="json"))
+        encoded: dict[str, Any] = {"kind": _s(_KIND_OF[type(record)])}
+        if self._blobs is not None and len(data.encode()) > self._threshold:
+            ref = self._blobs.put(record.user_id, data.encode(), media_type="application/json")
+            encoded["blob"] = _s(ref.model_dump_json(by_alias=True))
+        else:
+            encoded["data"] = _s(data)
+        return encoded
+
+    def decode(self, item: dict[str, Any]) -> Any:
+        cls = _KINDS[item["kind"]["S"]]
+        if "blob" in item:
+            from ..store.blobs import BlobRef
+
+            raw = self._blobs.get(BlobRef.model_validate_json(item["blob"]["S"])).decode()
+        else:
+            raw = item["data"]["S"]
+        return cls.model_validate(loads_strict(raw))
+
+    # -- plumbing ----------------------------------------------------------------------------------
+
+    def query_all(self, table: str, pk: str, prefix: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        condition = "pk = :pk AND begins_with(sk, :prefix)" if prefix else "pk = :pk"
+        values = {":pk": _s(pk), ":prefix": _s(prefix)} if prefix else {":pk": _s(pk)}
+        kwargs: dict[str, Any] = {
+            "TableName": table,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+            "ConsistentRead": True,
+        }
+        while True:
+            page = self.client.query(**kwargs)
+            items.extend(page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return items
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def transact(self, actions: list[dict[str, Any]]) -> None:
+        try:
+            self.client.transact_write_items(TransactItems=actions)
+        except self.client.exceptions.TransactionCanceledException as error:
+            reasons = [r.get("Code") for r in error.response.get("CancellationReasons", [])]
+            if "ConditionalCheckFailed" in reasons or "TransactionConflict" in reasons:
+                raise ConcurrentUpdate("another writer changed an item first") from None
+            raise StoreError(f"transaction cancelled: {reasons}") from error
+
+    def _do(self, operation: Callable[[_DynamoUnit], T]) -> T:
+        for attempt in range(MAX_ATTEMPTS):
+            unit = _DynamoUnit(self)
+            result = operation(unit)
+            try:
+                unit.commit()
+            except ConcurrentUpdate:
+                self._sleep(random.uniform(0, min(0.05, 0.002 * 2**attempt)))
+                continue
+            return result
+        raise ConcurrentUpdate(f"gave up after {MAX_ATTEMPTS} attempts under contention")
+
+    def _get(self, getter: Callable[[_DynamoUnit], T | None], missing: str) -> T:
+        found = getter(_DynamoUnit(self))
+        if found is None:
+            raise NotFound(missing)
+        return found
+
+    def _index(
+        self,
+        index: str,
+        pk_name: str,
+        pk: str,
+        *,
+        forward: bool = True,
+        upper: str | None = None,
+        limit: int | None = None,
+        start: Any = None,
+    ) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "TableName": self.agent_table,
+            "IndexName": index,
+            "KeyConditionExpression": f"{pk_name} = :pk" + (f" AND {index.lower()}sk < :upper" if upper else ""),
+            "ExpressionAttributeValues": {":pk": _s(pk), **({":upper": _s(upper)} if upper else {})},
+            "ScanIndexForward": forward,
+        }
+        if limit is not None:
+            kwargs["Limit"] = limit
+        if start is not None:
+            kwargs["ExclusiveStartKey"] = start
+        return self.client.query(**kwargs)
+
+    def _records(self, items: list[dict[str, Any]]) -> list[Any]:
+        """Index items may be projections: read the records themselves from the base table."""
+        unit = _DynamoUnit(self)
+        out: list[Any] = []
+        for item in items:
+            full = self.client.get_item(TableName=self.agent_table, Key={"pk": item["pk"], "sk": item["sk"]}).get(
+                "Item"
+            )
+            if full is not None:
+                out.append(unit.remember(self.agent_table, full))
+        return out
+
+    # -- the port: conversations and messages ------------------------------------------------------
+
+    def start_turn(self, user_id: str, turn: TurnStart) -> TurnStarted:
+        return self._do(lambda u: ops.start_turn(u, user_id, turn))
+
+    def get_conversation(self, user_id: str, conversation_id: str) -> ConversationRecord:
+        return self._get(
+            lambda u: u.conversation(user_id, conversation_id), f"conversation {conversation_id} not found"
+        )
+
+    def list_conversations(
+        self, user_id: str, *, limit: int = 20, cursor: str | None = None
+    ) -> Page[ConversationRecord]:
+        start = loads_strict(base64.urlsafe_b64decode(cursor)) if cursor else None
+        page = self._index("GSI1", "gsi1pk", f"U#{user_id}#CONVS", forward=False, limit=limit, start=start)
+        items = page.get("Items", [])
+        unit = _DynamoUnit(self)
+        records = [unit.remember(self.agent_table, item) for item in items]
+        last = page.get("LastEvaluatedKey")
+        return Page(records, base64.urlsafe_b64encode(dumps(last).encode()).decode() if last else None)
+
+    def list_messages(
+        self, user_id: str, conversation_id: str, *, after_seq: int = 0, limit: int = 100
+    ) -> Page[MessageRecord]:
+        self.get_conversation(user_id, conversation_id)
+        page = self.client.query(
+            TableName=self.agent_table,
+            KeyConditionExpression="pk = :pk AND sk BETWEEN :low AND :high",
+            ExpressionAttributeValues={
+                ":pk": _s(f"U#{user_id}#C#{conversation_id}"),
+                ":low": _s(f"M#{after_seq + 1:010d}"),
+                ":high": _s("M#9999999999"),
+            },
+            ConsistentRead=True,
+            Limit=limit + 1,
+        )
+        unit = _DynamoUnit(self)
+        records = [unit.remember(self.agent_table, item) for item in page.get("Items", [])]
+        more = len(records) > limit
+        records = records[:limit]
+        return Page(records, str(records[-1].seq) if more and records else None)
+
+    def get_message(self, user_id: str, conversation_id: str, message_id: str) -> MessageRecord:
+        key = {"pk": _s(f"U#{user_id}#C#{conversation_id}"), "sk": _s(f"MID#{message_id}")}
+        pointer = self.client.get_item(TableName=self.agent_table, Key=key, ConsistentRead=True).get("Item")
+        if pointer is None:
+            raise NotFound(f"message {message_id} not found")
+        seq = int(pointer["seq"]["N"])
+        return self._get(lambda u: u.message(user_id, conversation_id, seq), f"message {message_id} not found")
+
+    def delete_conversation(self, user_id: str, conversation_id: str) -> None:
+        pk = f"U#{user_id}#C#{conversation_id}"
+        item = self.client.get_item(
+            TableName=self.agent_table, Key={"pk": _s(pk), "sk": _s("META")}, ConsistentRead=True
+        ).get("Item")
+        if item is None:
+            raise NotFound(f"conversation {conversation_id} not found")
+        conversation: ConversationRecord = self.decode(item)
+        if conversation.active_run_id is not None:
+            raise Conflict(f"conversation {conversation_id} has an active run; abort it first")
+        try:
+            # Only the revision checked above may be deleted: a turn that started since is kept.
+            self.client.delete_item(
+                TableName=self.agent_table,
+                Key={"pk": _s(pk), "sk": _s("META")},
+                ConditionExpression="#rev = :rev",
+                ExpressionAttributeNames={"#rev": "rev"},
+                ExpressionAttributeValues={":rev": item["rev"]},
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            raise Conflict(f"conversation {conversation_id} changed while it was being deleted") from None
+        for rest in self.query_all(self.agent_table, pk, ""):
+            self.client.delete_item(TableName=self.agent_table, Key={"pk": rest["pk"], "sk": rest["sk"]})
+
+    # -- runs ------------------------------------------------------------------------------------------
+
+    def get_run(self, user_id: str, run_id: str) -> RunRecord:
+        return self._get(lambda u: u.run(user_id, run_id), f"run {run_id} not found")
+
+    def mark_running(self, user_id: str, run_id: str, *, now: int) -> RunRecord:
+        return self._do(lambda u: ops.mark_running(u, user_id, run_id, now=now))
+
+    def heartbeat(self, user_id: str, run_id: str, *, now: int) -> None:
+        self._do(lambda u: ops.heartbeat(u, user_id, run_id, now=now))
+
+    def save_snapshot(self, user_id: str, run_id: str, snapshot: SnapshotUpdate, *, now: int) -> None:
+        self._do(lambda u: ops.save_snapshot(u, user_id, run_id, snapshot, now=now))
+
+    def save_step(
+        self,
+        user_id: str,
+        run_id: str,
+        *,
+        step: StepRecordRow,
+        tool_calls: Sequence[ToolCallRecord],
+        snapshot: SnapshotUpdate,
+        checkpoint_state: dict[str, Any],
+        reason: CheckpointReason = "step_end",
+        now: int,
+    ) -> CheckpointRecord:
+        return self._do(
+            lambda u: ops.save_step(
+                u,
+                user_id,
+                run_id,
+                step=step,
+                tool_calls=tool_calls,
+                snapshot=snapshot,
+                checkpoint_state=checkpoint_state,
+                reason=reason,
+                now=now,
+            )
+        )
+
+    def latest_checkpoint(self, user_id: str, run_id: str) -> CheckpointRecord | None:
+        run = self.get_run(user_id, run_id)
+        if run.checkpoint_seq == 0:
+            return None
+        key = {"pk": _s(f"U#{user_id}#R#{run_id}"), "sk": _s(f"K#{run.checkpoint_seq:06d}")}
+        return self._get(lambda u: u.get_item(key), "checkpoint not found")
+
+    def finish_run(self, user_id: str, run_id: str, finish: FinishRun) -> RunRecord:
+        return self._do(lambda u: ops.finish_run(u, user_id, run_id, finish, retention=self._retention))
+
+    # -- approvals -------------------------------------------------------------------------------------
+
+    def request_approval(
+        self,
+        user_id: str,
+        run_id: str,
+        *,
+        approvals: Sequence[ApprovalRecord],
+        tool_calls: Sequence[ToolCallRecord],
+        snapshot: SnapshotUpdate,
+        checkpoint_state: dict[str, Any],
+        event: NewEvent | None,
+        now: int,
+    ) -> CheckpointRecord:
+        return self._do(
+            lambda u: ops.request_approval(
+                u,
+                user_id,
+                run_id,
+                approvals=approvals,
+                tool_calls=tool_calls,
+                snapshot=snapshot,
+                checkpoint_state=checkpoint_state,
+                event=event,
+                now=now,
+                retention=self._retention,
+            )
+        )
+
+    def attach_task_token(self, user_id: str, approval_id: str, task_token: str) -> ApprovalRecord:
+        return self._do(lambda u: ops.attach_task_token(u, user_id, approval_id, task_token))
+
+    def get_approval(self, user_id: str, approval_id: str) -> ApprovalRecord:
+        return self._get(lambda u: u.approval(user_id, approval_id), f"approval {approval_id} not found")
+
+    def decide_approval(
+        self, user_id: str, approval_id: str, *, approved: bool, reason: str | None, now: int
+    ) -> DecisionResult:
+        result, gone = self._do(
+            lambda u: ops.decide_approval(u, user_id, approval_id, approved=approved, reason=reason, now=now)
+        )
+        if gone is not None:
+            raise gone
+        assert result is not None
+        return result
+
+    def settle_approval(self, user_id: str, approval_id: str, *, now: int) -> ApprovalRecord:
+        return self._do(lambda u: ops.settle_approval(u, user_id, approval_id, now=now))
+
+    def expire_approval(self, user_id: str, approval_id: str, *, now: int) -> ApprovalRecord:
+        return self._do(lambda u: ops.expire_approval(u, user_id, approval_id, now=now))
+
+    def pending_approvals(self, user_id: str) -> list[ApprovalRecord]:
+        items = self._index("GSI1", "gsi1pk", f"U#{user_id}#PENDING").get("Items", [])
+        return [a for a in self._records(items) if a.status == "requested"]
+
+    # -- tool calls ------------------------------------------------------------------------------------
+
+    def claim_tool_call(
+        self,
+        user_id: str,
+        run_id: str,
+        tool_call_id: str,
+        *,
+        tool_name: str,
+        input: JsonValue,
+        step_index: int,
+        claim_token: str,
+        now: int,
+    ) -> ClaimResult:
+        return self._do(
+            lambda u: ops.claim_tool_call(
+                u,
+                user_id,
+                run_id,
+                tool_call_id,
+                tool_name=tool_name,
+                input=input,
+                step_index=step_index,
+                claim_token=claim_token,
+                now=now,
+            )
+        )
+
+    def record_tool_outcome(
+        self,
+        user_id: str,
+        run_id: str,
+        tool_call_id: str,
+        *,
+        claim_token: str,
+        output: JsonValue = None,
+        error: dict[str, JsonValue] | None = None,
+        now: int,
+    ) -> ToolCallRecord:
+        return self._do(
+            lambda u: ops.record_tool_outcome(
+                u, user_id, run_id, tool_call_id, claim_token=claim_token, output=output, error=error, now=now
+            )
+        )
+
+    def list_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
+        self.get_run(user_id, run_id)
+        return sorted(_DynamoUnit(self).run_tool_calls(user_id, run_id), key=lambda c: (c.step_index, c.tool_call_id))
+
+    # -- events ----------------------------------------------------------------------------------------
+
+    def append_events(self, user_id: str, run_id: str, events: Sequence[NewEvent], *, now: int) -> list[EventRecord]:
+        return self._do(lambda u: ops.append_events(u, user_id, run_id, events, now=now, retention=self._retention))
+
+    def events_after(
+        self, user_id: str, run_id: str, after_seq: int, *, limit: int | None = None, now: int
+    ) -> list[EventRecord]:
+        self.get_run(user_id, run_id)
+        kwargs: dict[str, Any] = {
+            "TableName": self.events_table,
+            "KeyConditionExpression": "pk = :pk AND seq > :after",
+            "ExpressionAttributeValues": {":pk": _s(f"U#{user_id}#R#{run_id}"), ":after": _n(after_seq)},
+            "ConsistentRead": True,
+        }
+        out: list[EventRecord] = []
+        while limit is None or len(out) < limit:
+            page = self.client.query(**kwargs)
+            for item in page.get("Items", []):
+                event: EventRecord = self.decode(item)
+                if event.expires_at is None or event.expires_at > now:  # TTL deletion lags: filter on read
+                    out.append(event)
+            if "LastEvaluatedKey" not in page:
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return out[:limit]
+
+    # -- artifacts ---------------------------------------------------------------------------------------
+
+    def put_artifact(self, record: ArtifactRecord) -> ArtifactRecord:
+        def put(unit: _DynamoUnit) -> ArtifactRecord:
+            existing = unit.artifact(record.user_id, record.artifact_id)
+            if existing is not None:
+                return existing
+            unit.put(record, new=True)
+            return record
+
+        return self._do(put)
+
+    def get_artifact(self, user_id: str, artifact_id: str) -> ArtifactRecord:
+        return self._get(lambda u: u.artifact(user_id, artifact_id), f"artifact {artifact_id} not found")
+
+    def list_message_artifacts(self, user_id: str, message_id: str) -> list[ArtifactRecord]:
+        items = self._index("GSI1", "gsi1pk", f"U#{user_id}#MSG#{message_id}#ARTS").get("Items", [])
+        return self._records(items)
+
+    # -- system sweeps -----------------------------------------------------------------------------------
+
+    def stale_runs(self, *, heartbeat_before: int, limit: int = 100) -> list[tuple[str, str]]:
+        items = self._index("GSI2", "gsi2pk", "RUNS#active", upper=f"{heartbeat_before:013d}", limit=limit).get(
+            "Items", []
+        )
+        return [(r.user_id, r.run_id) for r in self._records(items) if r.status not in TERMINAL["run"]]
+
+    def expiring_approvals(self, *, before: int, limit: int = 100) -> list[tuple[str, str]]:
+        items = self._index("GSI2", "gsi2pk", "APPROVALS#requested", upper=f"{before:013d}", limit=limit).get(
+            "Items", []
+        )
+        return [(a.user_id, a.approval_id) for a in self._records(items) if a.status == "requested"]

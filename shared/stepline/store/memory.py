@@ -1,0 +1,400 @@
+"""`MemoryStore`: the store port in memory, for tests and the local runtime.
+
+Records live in partitions keyed as on DynamoDB (`unit.record_key`). Each operation runs its
+unit of work under one lock and applies the staged writes only when the operation returned, so a
+refused operation leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
+
+from pydantic import JsonValue
+
+from . import operations as ops
+from .errors import Conflict, NotFound
+from .ports import ClaimResult, DecisionResult, FinishRun, Page, SnapshotUpdate, TurnStart, TurnStarted
+from .records import (
+    ApprovalRecord,
+    ArtifactRecord,
+    CheckpointReason,
+    CheckpointRecord,
+    ConversationRecord,
+    EventRecord,
+    MessageRecord,
+    NewEvent,
+    RunRecord,
+    StepRecordRow,
+    ToolCallRecord,
+)
+from .unit import Record, record_key
+
+__all__ = ["MemoryStore"]
+
+T = TypeVar("T")
+R = TypeVar("R", bound=Record)
+Partition = tuple[str, ...]
+
+
+class _MemoryUnit:
+    """Reads the committed partitions; stages writes."""
+
+    def __init__(self, items: dict[Partition, dict[Any, Record]]) -> None:
+        self._items = items
+        self.writes: list[tuple[Record, bool]] = []
+        self.deletes: list[Record] = []
+
+    def _get(self, partition: Partition, key: Any) -> Any:
+        return self._items.get(partition, {}).get(key)
+
+    def _all(self, partition: Partition) -> list[Any]:
+        return list(self._items.get(partition, {}).values())
+
+    def conversation(self, user_id: str, conversation_id: str) -> ConversationRecord | None:
+        return self._get(("conv", user_id), conversation_id)
+
+    def message(self, user_id: str, conversation_id: str, seq: int) -> MessageRecord | None:
+        return self._get(("msg", user_id, conversation_id), seq)
+
+    def message_id_taken(self, user_id: str, conversation_id: str, message_id: str) -> bool:
+        return any(m.message_id == message_id for m in self._all(("msg", user_id, conversation_id)))
+
+    def run(self, user_id: str, run_id: str) -> RunRecord | None:
+        return self._get(("run", user_id), run_id)
+
+    def step(self, user_id: str, run_id: str, step_index: int) -> StepRecordRow | None:
+        return self._get(("step", user_id, run_id), step_index)
+
+    def tool_call(self, user_id: str, run_id: str, tool_call_id: str) -> ToolCallRecord | None:
+        return self._get(("tool", user_id, run_id), tool_call_id)
+
+    def run_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
+        return self._all(("tool", user_id, run_id))
+
+    def run_steps(self, user_id: str, run_id: str) -> list[StepRecordRow]:
+        return self._all(("step", user_id, run_id))
+
+    def approval(self, user_id: str, approval_id: str) -> ApprovalRecord | None:
+        return self._get(("approval", user_id), approval_id)
+
+    def run_approvals(self, user_id: str, run_id: str) -> list[ApprovalRecord]:
+        return [a for a in self._all(("approval", user_id)) if a.run_id == run_id]
+
+    def approval_for_tool_call(self, user_id: str, run_id: str, tool_call_id: str) -> str | None:
+        found = [a.approval_id for a in self.run_approvals(user_id, run_id) if a.tool_call_id == tool_call_id]
+        return found[0] if found else None
+
+    def artifact(self, user_id: str, artifact_id: str) -> ArtifactRecord | None:
+        return self._get(("artifact", user_id), artifact_id)
+
+    def put(self, record: Record, *, new: bool = False) -> None:
+        self.writes.append((record, new))
+
+    def delete(self, record: Record) -> None:
+        self.deletes.append(record)
+
+    def commit(self) -> None:
+        for record, new in self.writes:
+            partition, key = record_key(record)
+            if new and key in self._items.get(partition, {}):
+                raise Conflict(f"{partition[0]} {key} already exists")
+        for record, _ in self.writes:
+            partition, key = record_key(record)
+            self._items.setdefault(partition, {})[key] = record.model_copy(deep=True)
+        for record in self.deletes:
+            partition, key = record_key(record)
+            self._items.get(partition, {}).pop(key, None)
+
+
+class MemoryStore:
+    """The store in process memory (one lock; copies in and out)."""
+
+    def __init__(self, *, delta_retention_ms: int = ops.DELTA_RETENTION_MS) -> None:
+        self._lock = threading.RLock()
+        self._retention = delta_retention_ms
+        self.items: dict[Partition, dict[Any, Record]] = {}
+
+    def _do(self, operation: Callable[[_MemoryUnit], T]) -> T:
+        with self._lock:
+            unit = _MemoryUnit(self.items)
+            result = operation(unit)
+            unit.commit()
+            return _detached(result)
+
+    def _read(self, partition: Partition) -> list[Any]:
+        with self._lock:
+            return [r.model_copy(deep=True) for r in self.items.get(partition, {}).values()]
+
+    # -- conversations and messages ------------------------------------------------------------
+
+    def start_turn(self, user_id: str, turn: TurnStart) -> TurnStarted:
+        return self._do(lambda u: ops.start_turn(u, user_id, turn))
+
+    def get_conversation(self, user_id: str, conversation_id: str) -> ConversationRecord:
+        found = self._do(lambda u: u.conversation(user_id, conversation_id))
+        if found is None:
+            raise NotFound(f"conversation {conversation_id} not found")
+        return found
+
+    def list_conversations(
+        self, user_id: str, *, limit: int = 20, cursor: str | None = None
+    ) -> Page[ConversationRecord]:
+        mine = sorted(self._read(("conv", user_id)), key=lambda c: (c.updated_at, c.conversation_id), reverse=True)
+        start = int(cursor) if cursor else 0
+        more = start + limit < len(mine)
+        return Page(mine[start : start + limit], str(start + limit) if more else None)
+
+    def list_messages(
+        self, user_id: str, conversation_id: str, *, after_seq: int = 0, limit: int = 100
+    ) -> Page[MessageRecord]:
+        self.get_conversation(user_id, conversation_id)
+        messages = sorted(
+            (m for m in self._read(("msg", user_id, conversation_id)) if m.seq > after_seq), key=lambda m: m.seq
+        )
+        page = messages[:limit]
+        return Page(page, str(page[-1].seq) if len(messages) > limit and page else None)
+
+    def get_message(self, user_id: str, conversation_id: str, message_id: str) -> MessageRecord:
+        for message in self._read(("msg", user_id, conversation_id)):
+            if message.message_id == message_id:
+                return message
+        raise NotFound(f"message {message_id} not found")
+
+    def delete_conversation(self, user_id: str, conversation_id: str) -> None:
+        with self._lock:
+            conversation = self.get_conversation(user_id, conversation_id)
+            if conversation.active_run_id is not None:
+                raise Conflict(f"conversation {conversation_id} has an active run; abort it first")
+            self.items.get(("conv", user_id), {}).pop(conversation_id, None)
+            self.items.pop(("msg", user_id, conversation_id), None)
+
+    # -- runs -------------------------------------------------------------------------------------
+
+    def get_run(self, user_id: str, run_id: str) -> RunRecord:
+        found = self._do(lambda u: u.run(user_id, run_id))
+        if found is None:
+            raise NotFound(f"run {run_id} not found")
+        return found
+
+    def mark_running(self, user_id: str, run_id: str, *, now: int) -> RunRecord:
+        return self._do(lambda u: ops.mark_running(u, user_id, run_id, now=now))
+
+    def heartbeat(self, user_id: str, run_id: str, *, now: int) -> None:
+        self._do(lambda u: ops.heartbeat(u, user_id, run_id, now=now))
+
+    def save_snapshot(self, user_id: str, run_id: str, snapshot: SnapshotUpdate, *, now: int) -> None:
+        self._do(lambda u: ops.save_snapshot(u, user_id, run_id, snapshot, now=now))
+
+    def save_step(
+        self,
+        user_id: str,
+        run_id: str,
+        *,
+        step: StepRecordRow,
+        tool_calls: Sequence[ToolCallRecord],
+        snapshot: SnapshotUpdate,
+        checkpoint_state: dict[str, Any],
+        reason: CheckpointReason = "step_end",
+        now: int,
+    ) -> CheckpointRecord:
+        return self._do(
+            lambda u: ops.save_step(
+                u,
+                user_id,
+                run_id,
+                step=step,
+                tool_calls=tool_calls,
+                snapshot=snapshot,
+                checkpoint_state=checkpoint_state,
+                reason=reason,
+                now=now,
+            )
+        )
+
+    def latest_checkpoint(self, user_id: str, run_id: str) -> CheckpointRecord | None:
+        self.get_run(user_id, run_id)
+        checkpoints = sorted(self._read(("ckpt", user_id, run_id)), key=lambda c: c.seq)
+        return checkpoints[-1] if checkpoints else None
+
+    def finish_run(self, user_id: str, run_id: str, finish: FinishRun) -> RunRecord:
+        return self._do(lambda u: ops.finish_run(u, user_id, run_id, finish, retention=self._retention))
+
+    # -- approvals ----------------------------------------------------------------------------------
+
+    def request_approval(
+        self,
+        user_id: str,
+        run_id: str,
+        *,
+        approvals: Sequence[ApprovalRecord],
+        tool_calls: Sequence[ToolCallRecord],
+        snapshot: SnapshotUpdate,
+        checkpoint_state: dict[str, Any],
+        event: NewEvent | None,
+        now: int,
+    ) -> CheckpointRecord:
+        return self._do(
+            lambda u: ops.request_approval(
+                u,
+                user_id,
+                run_id,
+                approvals=approvals,
+                tool_calls=tool_calls,
+                snapshot=snapshot,
+                checkpoint_state=checkpoint_state,
+                event=event,
+                now=now,
+                retention=self._retention,
+            )
+        )
+
+    def attach_task_token(self, user_id: str, approval_id: str, task_token: str) -> ApprovalRecord:
+        return self._do(lambda u: ops.attach_task_token(u, user_id, approval_id, task_token))
+
+    def get_approval(self, user_id: str, approval_id: str) -> ApprovalRecord:
+        found = self._do(lambda u: u.approval(user_id, approval_id))
+        if found is None:
+            raise NotFound(f"approval {approval_id} not found")
+        return found
+
+    def decide_approval(
+        self, user_id: str, approval_id: str, *, approved: bool, reason: str | None, now: int
+    ) -> DecisionResult:
+        result, gone = self._do(
+            lambda u: ops.decide_approval(u, user_id, approval_id, approved=approved, reason=reason, now=now)
+        )
+        if gone is not None:
+            raise gone
+        assert result is not None
+        return result
+
+    def settle_approval(self, user_id: str, approval_id: str, *, now: int) -> ApprovalRecord:
+        return self._do(lambda u: ops.settle_approval(u, user_id, approval_id, now=now))
+
+    def expire_approval(self, user_id: str, approval_id: str, *, now: int) -> ApprovalRecord:
+        return self._do(lambda u: ops.expire_approval(u, user_id, approval_id, now=now))
+
+    def pending_approvals(self, user_id: str) -> list[ApprovalRecord]:
+        pending = [a for a in self._read(("approval", user_id)) if a.status == "requested"]
+        return sorted(pending, key=lambda a: (a.expires_at or 0, a.approval_id))
+
+    # -- tool calls -------------------------------------------------------------------------------
+
+    def claim_tool_call(
+        self,
+        user_id: str,
+        run_id: str,
+        tool_call_id: str,
+        *,
+        tool_name: str,
+        input: JsonValue,
+        step_index: int,
+        claim_token: str,
+        now: int,
+    ) -> ClaimResult:
+        return self._do(
+            lambda u: ops.claim_tool_call(
+                u,
+                user_id,
+                run_id,
+                tool_call_id,
+                tool_name=tool_name,
+                input=input,
+                step_index=step_index,
+                claim_token=claim_token,
+                now=now,
+            )
+        )
+
+    def record_tool_outcome(
+        self,
+        user_id: str,
+        run_id: str,
+        tool_call_id: str,
+        *,
+        claim_token: str,
+        output: JsonValue = None,
+        error: dict[str, JsonValue] | None = None,
+        now: int,
+    ) -> ToolCallRecord:
+        return self._do(
+            lambda u: ops.record_tool_outcome(
+                u, user_id, run_id, tool_call_id, claim_token=claim_token, output=output, error=error, now=now
+            )
+        )
+
+    def list_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
+        self.get_run(user_id, run_id)
+        return sorted(self._read(("tool", user_id, run_id)), key=lambda c: (c.step_index, c.tool_call_id))
+
+    # -- events -------------------------------------------------------------------------------------
+
+    def append_events(self, user_id: str, run_id: str, events: Sequence[NewEvent], *, now: int) -> list[EventRecord]:
+        return self._do(lambda u: ops.append_events(u, user_id, run_id, events, now=now, retention=self._retention))
+
+    def events_after(
+        self, user_id: str, run_id: str, after_seq: int, *, limit: int | None = None, now: int
+    ) -> list[EventRecord]:
+        self.get_run(user_id, run_id)
+        with self._lock:
+            log = self.items.get(("event", user_id, run_id), {})
+            seqs = sorted(s for s in log if s > after_seq)
+            selected = [cast(EventRecord, log[s]) for s in seqs]
+        live = [e for e in selected if e.expires_at is None or e.expires_at > now]
+        return [e.model_copy(deep=True) for e in live[:limit]]
+
+    # -- artifacts ------------------------------------------------------------------------------------
+
+    def put_artifact(self, record: ArtifactRecord) -> ArtifactRecord:
+        def put(unit: _MemoryUnit) -> ArtifactRecord:
+            existing = unit.artifact(record.user_id, record.artifact_id)
+            if existing is not None:
+                return existing
+            unit.put(record, new=True)
+            return record
+
+        return self._do(put)
+
+    def get_artifact(self, user_id: str, artifact_id: str) -> ArtifactRecord:
+        found = self._do(lambda u: u.artifact(user_id, artifact_id))
+        if found is None:
+            raise NotFound(f"artifact {artifact_id} not found")
+        return found
+
+    def list_message_artifacts(self, user_id: str, message_id: str) -> list[ArtifactRecord]:
+        found = [a for a in self._read(("artifact", user_id)) if a.message_id == message_id]
+        return sorted(found, key=lambda a: (a.created_at, a.artifact_id))
+
+    # -- system sweeps ----------------------------------------------------------------------------
+
+    def _all(self, kind: str) -> list[Any]:
+        with self._lock:
+            return [r for partition, rows in self.items.items() if partition[0] == kind for r in rows.values()]
+
+    def stale_runs(self, *, heartbeat_before: int, limit: int = 100) -> list[tuple[str, str]]:
+        stale = [
+            (r.heartbeat_at or 0, r.user_id, r.run_id)
+            for r in self._all("run")
+            if r.status not in ("completed", "failed", "aborted") and (r.heartbeat_at or 0) < heartbeat_before
+        ]
+        return [(u, r) for _, u, r in sorted(stale)[:limit]]
+
+    def expiring_approvals(self, *, before: int, limit: int = 100) -> list[tuple[str, str]]:
+        expiring = [
+            (a.expires_at, a.user_id, a.approval_id)
+            for a in self._all("approval")
+            if a.status == "requested" and a.expires_at is not None and a.expires_at < before
+        ]
+        return [(u, a) for _, u, a in sorted(expiring)[:limit]]
+
+
+def _detached(value: T) -> T:
+    """Results never alias stored records."""
+    if isinstance(value, tuple):
+        return cast(T, tuple(_detached(v) for v in cast(tuple[Any, ...], value)))
+    copy = getattr(value, "model_copy", None)
+    if copy is not None:
+        return copy(deep=True)
+    return value

@@ -1,0 +1,261 @@
+"""The records the store keeps: the seed's nine entities, with their state sets and transitions.
+
+Plain pydantic models (snake_case); each backend maps them to its own items. Times are epoch
+milliseconds. A status moves only along `TRANSITIONS`; a terminal status is never left.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+__all__ = [
+    "TERMINAL",
+    "TRANSITIONS",
+    "ApprovalRecord",
+    "ApprovalStatus",
+    "ArtifactRecord",
+    "CheckpointReason",
+    "CheckpointRecord",
+    "ConversationRecord",
+    "ConversationStatus",
+    "EventRecord",
+    "MessageRecord",
+    "MessageStatus",
+    "NewEvent",
+    "RunRecord",
+    "RunStatus",
+    "StepRecordRow",
+    "StepStatus",
+    "ToolCallRecord",
+    "ToolCallStatus",
+    "check_id",
+]
+
+ConversationStatus = Literal["idle", "running", "waiting_approval", "waiting_user", "failed"]
+MessageStatus = Literal["streaming", "waiting", "completed", "failed", "aborted", "interrupted"]
+RunStatus = Literal[
+    "queued", "running", "waiting_approval", "waiting_user", "completed", "failed", "aborted", "interrupted"
+]
+StepStatus = Literal["running", "completed", "failed", "interrupted"]
+ToolCallStatus = Literal["pending", "running", "awaiting_approval", "success", "denied", "expired", "error"]
+ApprovalStatus = Literal["requested", "processing", "approved", "denied", "expired"]
+CheckpointReason = Literal["step_end", "approval_wait", "tool_end", "interrupted"]
+
+TERMINAL: Final[dict[str, frozenset[str]]] = {
+    "message": frozenset({"completed", "failed", "aborted"}),
+    "run": frozenset({"completed", "failed", "aborted"}),
+    "step": frozenset({"completed", "failed"}),
+    "tool_call": frozenset({"success", "denied", "expired", "error"}),
+    "approval": frozenset({"approved", "denied", "expired"}),
+}
+
+TRANSITIONS: Final[dict[str, dict[str, frozenset[str]]]] = {
+    "run": {
+        "queued": frozenset({"running", "failed", "aborted"}),
+        "running": frozenset(
+            {"running", "waiting_approval", "waiting_user", "completed", "failed", "aborted", "interrupted"}
+        ),
+        "waiting_approval": frozenset({"running", "waiting_approval", "completed", "failed", "aborted"}),
+        "waiting_user": frozenset({"running", "waiting_user", "completed", "failed", "aborted"}),
+        "interrupted": frozenset({"running", "failed", "aborted"}),
+    },
+    "approval": {
+        "requested": frozenset({"processing", "expired"}),
+        "processing": frozenset({"approved", "denied"}),
+    },
+    "tool_call": {
+        "pending": frozenset({"running", "awaiting_approval", "denied", "error", "expired"}),
+        "awaiting_approval": frozenset({"pending", "running", "denied", "expired", "error"}),
+        "running": frozenset({"success", "error"}),
+    },
+}
+"""Allowed moves; a status missing from a table's keys has no way out."""
+
+_ID = re.compile(r"^[A-Za-z0-9._:@+=-]{1,200}$")
+
+
+def check_id(value: str, what: str) -> str:
+    """Ids become key material: no `#`, no whitespace, bounded length."""
+    if not _ID.match(value):
+        raise ValueError(f"invalid {what}: use 1-200 characters from A-Z a-z 0-9 . _ : @ + = -")
+    return value
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class ConversationRecord(_Record):
+    """A conversation (seed table `conversations`)."""
+
+    user_id: str
+    conversation_id: str
+    title: str = ""
+    status: ConversationStatus = "idle"
+    active_run_id: str | None = None
+    last_message_seq: int = 0
+    version: int = 0
+    created_at: int
+    updated_at: int
+
+
+class MessageRecord(_Record):
+    """A user or assistant message; `parts` are the rendering truth (seed table `messages`)."""
+
+    user_id: str
+    conversation_id: str
+    message_id: str
+    seq: int
+    role: Literal["user", "assistant"]
+    status: MessageStatus = "completed"
+    run_id: str | None = None
+    parent_message_id: str | None = None
+    parts: list[dict[str, JsonValue]] = Field(default_factory=list[dict[str, JsonValue]])
+    metadata: dict[str, JsonValue] | None = None
+    content: str = ""
+    """The visible text, for search, summaries and old clients (parts are the rendering truth)."""
+    error: dict[str, JsonValue] | None = None
+    snapshot_seq: int = 0
+    """The last event seq this parts snapshot includes (a reconnecting client replays after it)."""
+    created_at: int
+    completed_at: int | None = None
+
+
+class RunRecord(_Record):
+    """One agent loop run (seed table `agent_runs`)."""
+
+    user_id: str
+    run_id: str
+    conversation_id: str
+    request_message_id: str
+    assistant_message_id: str
+    assistant_message_seq: int
+    trigger: Literal["web", "extension", "feishu", "automation", "continuation"] = "web"
+    provider: str = ""
+    model: str = ""
+    status: RunStatus = "queued"
+    active_step_index: int = 0
+    last_event_seq: int = 0
+    checkpoint_seq: int = 0
+    finish_reason: str | None = None
+    usage: dict[str, JsonValue] | None = None
+    error: dict[str, JsonValue] | None = None
+    cancel_reason: str | None = None
+    started_at: int
+    ended_at: int | None = None
+    heartbeat_at: int | None = None
+    version: int = 0
+
+
+class StepRecordRow(_Record):
+    """One model step of a run (seed table `agent_steps`)."""
+
+    user_id: str
+    run_id: str
+    step_index: int
+    status: StepStatus = "completed"
+    finish_reason: str | None = None
+    usage: dict[str, JsonValue] | None = None
+    request_digest: str | None = None
+    response_messages: list[dict[str, JsonValue]] = Field(default_factory=list[dict[str, JsonValue]])
+    provider_metadata: dict[str, JsonValue] | None = None
+    started_at: int
+    ended_at: int | None = None
+
+
+class ToolCallRecord(_Record):
+    """One tool call and its outcome (seed table `tool_calls`)."""
+
+    user_id: str
+    run_id: str
+    tool_call_id: str
+    tool_name: str
+    step_index: int = 0
+    status: ToolCallStatus = "pending"
+    input: JsonValue = None
+    output: JsonValue = None
+    output_text: str | None = None
+    error: dict[str, JsonValue] | None = None
+    claim_token: str | None = None
+    started_at: int | None = None
+    ended_at: int | None = None
+
+
+class ApprovalRecord(_Record):
+    """One approval request and its decision (seed table `tool_approvals`)."""
+
+    user_id: str
+    approval_id: str
+    run_id: str
+    tool_call_id: str
+    tool_name: str
+    input: JsonValue = None
+    signature: str | None = None
+    status: ApprovalStatus = "requested"
+    decision: Literal["approved", "denied"] | None = None
+    reason: str | None = None
+    claim_token: str | None = None
+    task_token: str | None = None
+    requested_at: int
+    decided_at: int | None = None
+    expires_at: int | None = None
+    checkpoint_seq: int = 0
+
+
+class CheckpointRecord(_Record):
+    """A resumable snapshot of the loop state (seed table `agent_checkpoints`)."""
+
+    user_id: str
+    run_id: str
+    seq: int
+    step_index: int
+    reason: CheckpointReason = "step_end"
+    state: dict[str, Any]
+    """The loop's `LoopState` in wire form."""
+    last_event_seq: int = 0
+    created_at: int
+
+
+class NewEvent(_Record):
+    """An event to append; the store gives it its seq."""
+
+    type: str
+    chunks: list[dict[str, JsonValue]]
+    durable: bool = True
+    """Boundary events are durable; delta batches are not (they expire after the run)."""
+
+
+class EventRecord(_Record):
+    """One stored event of a run's log (seed table `agent_stream_events`)."""
+
+    user_id: str
+    run_id: str
+    seq: int
+    type: str
+    chunks: list[dict[str, JsonValue]]
+    durable: bool = True
+    created_at: int
+    expires_at: int | None = None
+
+
+class ArtifactRecord(_Record):
+    """A file, document, prototype, URL or task a run produced (seed table `agent_artifacts`)."""
+
+    user_id: str
+    artifact_id: str
+    conversation_id: str
+    message_id: str
+    run_id: str
+    tool_call_id: str | None = None
+    type: Literal["file", "feishu_document", "prototype", "url", "task"] = "file"
+    name: str = ""
+    uri: str | None = None
+    storage_key: str | None = None
+    token: str | None = None
+    media_type: str | None = None
+    size: int | None = None
+    metadata: dict[str, JsonValue] | None = None
+    created_at: int

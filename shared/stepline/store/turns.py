@@ -1,0 +1,60 @@
+"""Building the records a new turn writes (shared by every backend)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .ports import TurnStart
+from .records import MessageRecord, check_id
+
+__all__ = ["assistant_placeholder", "conversation_title", "message_record", "visible_text"]
+
+TITLE_LENGTH = 80
+
+
+def visible_text(parts: list[dict[str, Any]]) -> str:
+    """The text parts joined: the message's searchable content."""
+    return "".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
+
+
+def message_record(user_id: str, conversation_id: str, message: dict[str, Any], *, seq: int, now: int) -> MessageRecord:
+    """A stored user message from its UIMessage wire form."""
+    message_id = check_id(str(message.get("id", "")), "message id")
+    parts: list[dict[str, Any]] = list(message.get("parts") or [])
+    return MessageRecord(
+        user_id=user_id,
+        conversation_id=conversation_id,
+        message_id=message_id,
+        seq=seq,
+        role="user",
+        status="completed",
+        parts=parts,
+        metadata=message.get("metadata"),
+        content=visible_text(parts),
+        created_at=now,
+        completed_at=now,
+    )
+
+
+def assistant_placeholder(user_id: str, turn: TurnStart, *, seq: int, parent: MessageRecord | None) -> MessageRecord:
+    """The empty assistant message a run fills in place."""
+    return MessageRecord(
+        user_id=user_id,
+        conversation_id=turn.conversation_id,
+        message_id=turn.assistant_message_id,
+        seq=seq,
+        role="assistant",
+        status="streaming",
+        run_id=turn.run_id,
+        parent_message_id=parent.message_id if parent is not None else None,
+        metadata=turn.assistant_metadata,
+        created_at=turn.now,
+    )
+
+
+def conversation_title(title: str | None, user_message: MessageRecord | None) -> str:
+    """An explicit title, else the start of the first user message."""
+    if title:
+        return title[:TITLE_LENGTH]
+    text = " ".join((user_message.content if user_message else "").split())
+    return text[: TITLE_LENGTH - 1] + "…" if len(text) > TITLE_LENGTH else text

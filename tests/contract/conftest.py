@@ -1,0 +1,39 @@
+"""The store contract runs against every backend: in memory, and DynamoDB on moto built from template.yaml."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from stepline.store.memory import MemoryStore
+from stepline.store.ports import Store
+
+
+def _memory_dump(store: MemoryStore) -> Any:
+    return repr(sorted((k, sorted(v.items(), key=repr)) for k, v in store.items.items()))
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def backend(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Store, Callable[[], Any]]]:
+    """`(store, dump)`: `dump()` returns everything stored, to prove a refused write changed nothing."""
+    if request.param == "memory":
+        store = MemoryStore()
+        yield store, lambda: _memory_dump(store)
+        return
+    from moto import mock_aws
+
+    from tests.support.dynamo_store import make_dynamo_store
+
+    for name, value in {
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+    }.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        store, dump = make_dynamo_store()
+        yield store, dump
