@@ -57,6 +57,10 @@ def create_bucket(s3: Any, name: str) -> None:
     (props,) = resources("AWS::S3::Bucket").values()
     s3.create_bucket(Bucket=name)
     s3.put_public_access_block(Bucket=name, PublicAccessBlockConfiguration=props["PublicAccessBlockConfiguration"])
-    s3.put_bucket_encryption(
-        Bucket=name, ServerSideEncryptionConfiguration=props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
-    )
+    # CloudFormation names the rule key `ServerSideEncryptionByDefault`; the S3 API calls it
+    # `ApplyServerSideEncryptionByDefault`.
+    rules = [
+        {"ApplyServerSideEncryptionByDefault": rule["ServerSideEncryptionByDefault"]}
+        for rule in props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    ]
+    s3.put_bucket_encryption(Bucket=name, ServerSideEncryptionConfiguration={"Rules": rules})

@@ -1,0 +1,235 @@
+"""Turn a run's UI message chunks into the events the store appends: boundaries at once, deltas batched.
+
+Spec 000 ("并非所有 token delta 都必须永久保存…") and docs/data-model.md "The event log": state
+boundaries are persisted as they happen, high-frequency deltas are coalesced per time window.
+
+- A *boundary* chunk (every chunk except `text-delta`, `reasoning-delta` and `tool-input-delta`)
+  first flushes the pending delta batch, then becomes an event of its own, written at once. Its
+  event `type` comes from `EVENT_TYPES` (spec 000's names where one fits). Boundary events are
+  durable, except a transient data chunk: it is never part of the message, so its event is
+  `durable=False` ("仅实时展示", live display only) and expires with the delta batches.
+- A *delta* chunk is written at once when the stream is quiet (nothing pending and no delta
+  batch flushed within the last `window` seconds), so the first token is not delayed. Later deltas
+  are held and flushed as ONE event (`type="delta"`, `durable=False`) once `window` has passed
+  since the last flush: by the next `add`, by `poll()` from a timer, or by `flush()`.
+- Inside a batch, consecutive deltas of the same part (same chunk type and id) are merged into one
+  chunk: 500 token deltas of one text part become one `text-delta`. Deltas of different parts keep
+  their exact order. A merged chunk carries the last `providerMetadata` of its run (what the
+  reducer would have kept).
+
+So the number of writes per second stays near `1 / window` plus the boundaries, whatever the
+token rate, and reducing the chunks of all events in order gives the same message as reducing the
+original chunks (the tests check this property on random streams and timings).
+
+Event types (`EVENT_TYPES`; `message_saved` is written by the store itself, not from a chunk):
+
+| chunk types | event type |
+|---|---|
+| `start` | `conversation` |
+| `start-step` / `finish-step` / `reset-step` | `step_start` / `step_end` / `step_reset` |
+| `text-start`, `reasoning-start` / `text-end`, `reasoning-end` | `part_start` / `part_end` |
+| `tool-input-start`, `tool-input-available`, `tool-input-error` | `tool_use` |
+| `tool-approval-request` / `tool-approval-response` | `approval` / `approval_resolved` |
+| `tool-output-available`, `tool-output-error`, `tool-output-denied` | `tool_result` |
+| `source-url`, `source-document`, `file`, `reasoning-file`, `custom` | `content` |
+| `data-*` | `data` |
+| `message-metadata` / `steering-message` | `metadata` / `steering` |
+| `finish` / `abort` / `error` | `done` / `abort` / `error` |
+| delta batches | `delta` |
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Final
+
+from pydantic import JsonValue
+
+from ..protocol.chunks import (
+    DataChunk,
+    ProviderMetadata,
+    ReasoningDeltaChunk,
+    TextDeltaChunk,
+    ToolInputDeltaChunk,
+    UIMessageChunk,
+)
+from .records import NewEvent
+
+__all__ = [
+    "DEFAULT_WINDOW",
+    "DELTA_CHUNK_TYPES",
+    "DELTA_EVENT",
+    "EVENT_TYPES",
+    "EventBatcher",
+    "event_type_of",
+]
+
+DEFAULT_WINDOW: Final = 0.150
+"""Seconds between two delta batches (docs/data-model.md: 150 ms)."""
+
+DELTA_EVENT: Final = "delta"
+"""The `type` of a delta batch event."""
+
+DELTA_CHUNK_TYPES: Final = frozenset({"text-delta", "reasoning-delta", "tool-input-delta"})
+"""The chunk types that are coalesced; every other chunk is a boundary."""
+
+EVENT_TYPES: Final[dict[str, str]] = {
+    "start": "conversation",
+    "start-step": "step_start",
+    "finish-step": "step_end",
+    "reset-step": "step_reset",
+    "text-start": "part_start",
+    "reasoning-start": "part_start",
+    "text-end": "part_end",
+    "reasoning-end": "part_end",
+    "tool-input-start": "tool_use",
+    "tool-input-available": "tool_use",
+    "tool-input-error": "tool_use",
+    "tool-approval-request": "approval",
+    "tool-approval-response": "approval_resolved",
+    "tool-output-available": "tool_result",
+    "tool-output-error": "tool_result",
+    "tool-output-denied": "tool_result",
+    "source-url": "content",
+    "source-document": "content",
+    "file": "content",
+    "reasoning-file": "content",
+    "custom": "content",
+    "message-metadata": "metadata",
+    "steering-message": "steering",
+    "finish": "done",
+    "abort": "abort",
+    "error": "error",
+}
+"""The event `type` of a boundary chunk, by chunk `type` (`data-*` chunks map to `data`)."""
+
+_DeltaChunk = TextDeltaChunk | ReasoningDeltaChunk | ToolInputDeltaChunk
+_Wire = dict[str, JsonValue]
+
+
+def event_type_of(chunk_type: str) -> str:
+    """The event `type` for a chunk `type` (`delta` for the three delta chunk types)."""
+    if chunk_type in DELTA_CHUNK_TYPES:
+        return DELTA_EVENT
+    if chunk_type.startswith("data-"):
+        return "data"
+    return EVENT_TYPES[chunk_type]
+
+
+class _Run:
+    """Consecutive deltas of one part, merged into one chunk when the batch is written."""
+
+    __slots__ = ("first", "key", "metadata", "pieces")
+
+    def __init__(self, key: tuple[str, str], chunk: _DeltaChunk) -> None:
+        self.key = key
+        self.first = chunk
+        self.pieces: list[str] = [_text(chunk)]
+        self.metadata: ProviderMetadata | None = _metadata(chunk)
+
+    def append(self, chunk: _DeltaChunk) -> None:
+        self.pieces.append(_text(chunk))
+        metadata = _metadata(chunk)
+        if metadata is not None:
+            self.metadata = metadata
+
+    def to_wire(self) -> _Wire:
+        first = self.first
+        if len(self.pieces) == 1:
+            return first.to_wire()
+        text = "".join(self.pieces)
+        if isinstance(first, ToolInputDeltaChunk):
+            return ToolInputDeltaChunk(tool_call_id=first.tool_call_id, input_text_delta=text).to_wire()
+        if self.metadata is None:
+            return type(first)(id=first.id, delta=text).to_wire()
+        return type(first)(id=first.id, delta=text, provider_metadata=self.metadata).to_wire()
+
+
+def _text(chunk: _DeltaChunk) -> str:
+    return chunk.input_text_delta if isinstance(chunk, ToolInputDeltaChunk) else chunk.delta
+
+
+def _metadata(chunk: _DeltaChunk) -> ProviderMetadata | None:
+    return None if isinstance(chunk, ToolInputDeltaChunk) else chunk.provider_metadata
+
+
+def _key(chunk: _DeltaChunk) -> tuple[str, str]:
+    return (chunk.type, chunk.tool_call_id if isinstance(chunk, ToolInputDeltaChunk) else chunk.id)
+
+
+class EventBatcher:
+    """Coalesce the UI message chunks of one run into events to append, as they are produced.
+
+    Every method returns the events that are ready now, in order; the caller appends them in that
+    order. Nothing is written behind the caller's back: a writer that wants held deltas written
+    while the model is silent calls `poll()` at `next_deadline()`, and `flush()` at the end.
+
+    Args:
+        window: Seconds between two delta batches (0 writes every delta at once).
+        clock: A monotonic clock in seconds (injectable for tests and benchmarks).
+    """
+
+    def __init__(self, window: float = DEFAULT_WINDOW, clock: Callable[[], float] = time.monotonic) -> None:
+        if not window >= 0:
+            raise ValueError("window must be 0 or more seconds")
+        self._window = window
+        self._clock = clock
+        self._runs: list[_Run] = []
+        self._last_flush: float | None = None
+
+    @property
+    def window(self) -> float:
+        return self._window
+
+    @property
+    def has_pending(self) -> bool:
+        """True while deltas are held for the next batch."""
+        return bool(self._runs)
+
+    def add(self, chunk: UIMessageChunk) -> list[NewEvent]:
+        """Take the next chunk of the stream; return the events to append now."""
+        now = self._clock()
+        if isinstance(chunk, TextDeltaChunk | ReasoningDeltaChunk | ToolInputDeltaChunk):
+            return self._add_delta(chunk, now)
+        events = self._flush(now)
+        transient = isinstance(chunk, DataChunk) and chunk.transient is True
+        events.append(NewEvent(type=event_type_of(chunk.type), chunks=[chunk.to_wire()], durable=not transient))
+        return events
+
+    def poll(self) -> list[NewEvent]:
+        """Write the held deltas if the window has elapsed (for a timer-driven writer)."""
+        deadline = self.next_deadline()
+        if deadline is None:
+            return []
+        now = self._clock()
+        return self._flush(now) if now >= deadline else []
+
+    def flush(self) -> list[NewEvent]:
+        """Write the held deltas now (end of stream, or before the writer stops)."""
+        return self._flush(self._clock())
+
+    def next_deadline(self) -> float | None:
+        """The clock time at which the held deltas are due, or None when nothing is held."""
+        if not self._runs or self._last_flush is None:
+            return None
+        return self._last_flush + self._window
+
+    def _add_delta(self, chunk: _DeltaChunk, now: float) -> list[NewEvent]:
+        quiet = not self._runs and (self._last_flush is None or now >= self._last_flush + self._window)
+        key = _key(chunk)
+        if self._runs and self._runs[-1].key == key:
+            self._runs[-1].append(chunk)
+        else:
+            self._runs.append(_Run(key, chunk))
+        if quiet or (self._last_flush is not None and now >= self._last_flush + self._window):
+            return self._flush(now)
+        return []
+
+    def _flush(self, now: float) -> list[NewEvent]:
+        if not self._runs:
+            return []
+        chunks = [run.to_wire() for run in self._runs]
+        self._runs = []
+        self._last_flush = now
+        return [NewEvent(type=DELTA_EVENT, chunks=chunks, durable=False)]
