@@ -504,3 +504,64 @@ def test_stale_runs_are_found_until_they_end(backend: Backend) -> None:
     assert store.stale_runs(heartbeat_before=2_000) == []
     finish(store, "aborted", now=4_000)
     assert store.stale_runs(heartbeat_before=10_000) == []
+
+
+# -- redaction before persistence ----------------------------------------------------------------------
+
+
+def test_secrets_are_masked_in_parts_tool_calls_and_events_but_not_in_the_checkpoint(backend: Backend) -> None:
+    store, _ = backend
+    start(store)
+    secret_input = {"url": "https://api.example", "headers": {"Authorization": "Bearer abc.def.ghi123"}}
+    call = ToolCallRecord(
+        user_id=USER,
+        run_id="r1",
+        tool_call_id="c1",
+        tool_name="http",
+        input=secret_input,
+        status="success",
+        output={"cookie": "s=1", "body": "token sk-proj-abcdefghijklmnop1234"},
+    )
+    parts = [
+        {
+            "type": "tool-http",
+            "toolCallId": "c1",
+            "state": "output-available",
+            "input": secret_input,
+            "output": {"password": "hunter2"},
+        }
+    ]
+    step = StepRecordRow(user_id=USER, run_id="r1", step_index=0, started_at=1)
+    checkpoint = store.save_step(
+        USER,
+        "r1",
+        step=step,
+        tool_calls=[call],
+        snapshot=SnapshotUpdate(parts=parts, metadata=None, snapshot_seq=1),
+        checkpoint_state={"input": secret_input},
+        now=2,
+    )
+    store.append_events(
+        USER,
+        "r1",
+        [
+            NewEvent(
+                type="tool_use",
+                chunks=[
+                    {"type": "tool-input-available", "toolCallId": "c1", "toolName": "http", "input": secret_input}
+                ],
+            )
+        ],
+        now=3,
+    )
+    (stored_call,) = store.list_tool_calls(USER, "r1")
+    assert stored_call.input == {"url": "https://api.example", "headers": {"Authorization": "*****"}}
+    assert stored_call.output == {"cookie": "*****", "body": "token *****"}
+    stored_part = store.get_message(USER, "c1", "a-r1").parts[0]
+    assert stored_part["input"] == {"url": "https://api.example", "headers": {"Authorization": "*****"}}
+    assert stored_part["output"] == {"password": "*****"}
+    (event,) = store.events_after(USER, "r1", 0, now=4)
+    assert event.chunks[0]["input"] == {"url": "https://api.example", "headers": {"Authorization": "*****"}}
+    # the checkpoint is what an approved tool would run with: kept exact (encrypted at rest, never sent out)
+    assert store.latest_checkpoint(USER, "r1") == checkpoint
+    assert checkpoint.state == {"input": secret_input}

@@ -16,7 +16,7 @@ import base64
 import random
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import JsonValue
 
@@ -38,6 +38,8 @@ from ..store.records import (
     StepRecordRow,
     ToolCallRecord,
 )
+from ..store.redacting_unit import RedactingUnit
+from ..store.redaction import Redactor
 from ..store.unit import Record
 
 __all__ = ["DynamoStore"]
@@ -278,7 +280,9 @@ class DynamoStore:
         offload_threshold: int = 64 * 1024,
         delta_retention_ms: int = ops.DELTA_RETENTION_MS,
         sleep: Callable[[float], None] = time.sleep,
+        redactor: Redactor | None = None,
     ) -> None:
+        self._redactor = redactor or Redactor()
         self.client = client
         self.agent_table = agent_table
         self.events_table = events_table
@@ -340,7 +344,7 @@ class DynamoStore:
     def _do(self, operation: Callable[[_DynamoUnit], T]) -> T:
         for attempt in range(MAX_ATTEMPTS):
             unit = _DynamoUnit(self)
-            result = operation(unit)
+            result = operation(cast(_DynamoUnit, RedactingUnit(unit, self._redactor)))
             try:
                 unit.commit()
             except ConcurrentUpdate:

@@ -29,6 +29,8 @@ from .records import (
     StepRecordRow,
     ToolCallRecord,
 )
+from .redacting_unit import RedactingUnit
+from .redaction import Redactor
 from .unit import Record, record_key
 
 __all__ = ["MemoryStore"]
@@ -111,7 +113,8 @@ class _MemoryUnit:
 class MemoryStore:
     """The store in process memory (one lock; copies in and out)."""
 
-    def __init__(self, *, delta_retention_ms: int = ops.DELTA_RETENTION_MS) -> None:
+    def __init__(self, *, delta_retention_ms: int = ops.DELTA_RETENTION_MS, redactor: Redactor | None = None) -> None:
+        self._redactor = redactor or Redactor()
         self._lock = threading.RLock()
         self._retention = delta_retention_ms
         self.items: dict[Partition, dict[Any, Record]] = {}
@@ -119,7 +122,7 @@ class MemoryStore:
     def _do(self, operation: Callable[[_MemoryUnit], T]) -> T:
         with self._lock:
             unit = _MemoryUnit(self.items)
-            result = operation(unit)
+            result = operation(cast(_MemoryUnit, RedactingUnit(unit, self._redactor)))
             unit.commit()
             return _detached(result)
 

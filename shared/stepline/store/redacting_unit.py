@@ -1,0 +1,59 @@
+"""Mask secrets in every record a unit of work writes (both backends use it).
+
+Message parts, tool-call inputs/outputs/errors, step response messages and event chunks pass
+through the `Redactor` before they are staged. The loop checkpoint is deliberately *not* masked:
+it is what an approved tool runs with after a pause, and a masked credential in it would make the
+tool run with `*****`. It is encrypted at rest like every item, never sent to a client, and never
+logged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .records import EventRecord, MessageRecord, StepRecordRow, ToolCallRecord
+from .redaction import Redactor, redact_parts
+from .unit import Record, Unit
+
+__all__ = ["RedactingUnit", "redact_record"]
+
+
+def redact_record(record: Record, redactor: Redactor) -> Record:
+    """The record with the secrets in its payloads masked (a copy)."""
+    match record:
+        case MessageRecord():
+            return record.model_copy(update={"parts": redact_parts(record.parts, redactor)})
+        case ToolCallRecord():
+            return record.model_copy(
+                update={
+                    "input": redactor.redact(record.input),
+                    "output": redactor.redact(record.output),
+                    "error": redactor.redact(record.error),
+                    "output_text": redactor.redact_text(record.output_text)
+                    if record.output_text
+                    else record.output_text,
+                }
+            )
+        case StepRecordRow():
+            return record.model_copy(update={"response_messages": redactor.redact(record.response_messages)})
+        case EventRecord():
+            return record.model_copy(update={"chunks": [redactor.redact(c) for c in record.chunks]})
+        case _:
+            return record
+
+
+class RedactingUnit:
+    """Delegates reads; masks writes."""
+
+    def __init__(self, unit: Unit, redactor: Redactor) -> None:
+        self._unit = unit
+        self._redactor = redactor
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._unit, name)
+
+    def put(self, record: Record, *, new: bool = False) -> None:
+        self._unit.put(redact_record(record, self._redactor), new=new)
+
+    def delete(self, record: Record) -> None:
+        self._unit.delete(record)
