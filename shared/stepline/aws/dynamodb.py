@@ -39,7 +39,7 @@ from ..store.records import (
     ToolCallRecord,
 )
 from ..store.redacting_unit import RedactingUnit
-from ..store.redaction import Redactor
+from ..store.redaction import ReasoningPolicy, Redactor
 from ..store.unit import Record
 
 __all__ = ["DynamoStore"]
@@ -281,8 +281,10 @@ class DynamoStore:
         delta_retention_ms: int = ops.DELTA_RETENTION_MS,
         sleep: Callable[[float], None] = time.sleep,
         redactor: Redactor | None = None,
+        reasoning: ReasoningPolicy = "keep",
     ) -> None:
         self._redactor = redactor or Redactor()
+        self._reasoning: ReasoningPolicy = reasoning
         self.client = client
         self.agent_table = agent_table
         self.events_table = events_table
@@ -344,7 +346,7 @@ class DynamoStore:
     def _do(self, operation: Callable[[_DynamoUnit], T]) -> T:
         for attempt in range(MAX_ATTEMPTS):
             unit = _DynamoUnit(self)
-            result = operation(cast(_DynamoUnit, RedactingUnit(unit, self._redactor)))
+            result = operation(cast(_DynamoUnit, RedactingUnit(unit, self._redactor, self._reasoning)))
             try:
                 unit.commit()
             except ConcurrentUpdate:

@@ -30,7 +30,7 @@ from .records import (
     ToolCallRecord,
 )
 from .redacting_unit import RedactingUnit
-from .redaction import Redactor
+from .redaction import ReasoningPolicy, Redactor
 from .unit import Record, record_key
 
 __all__ = ["MemoryStore"]
@@ -113,8 +113,15 @@ class _MemoryUnit:
 class MemoryStore:
     """The store in process memory (one lock; copies in and out)."""
 
-    def __init__(self, *, delta_retention_ms: int = ops.DELTA_RETENTION_MS, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        delta_retention_ms: int = ops.DELTA_RETENTION_MS,
+        redactor: Redactor | None = None,
+        reasoning: ReasoningPolicy = "keep",
+    ) -> None:
         self._redactor = redactor or Redactor()
+        self._reasoning: ReasoningPolicy = reasoning
         self._lock = threading.RLock()
         self._retention = delta_retention_ms
         self.items: dict[Partition, dict[Any, Record]] = {}
@@ -122,7 +129,7 @@ class MemoryStore:
     def _do(self, operation: Callable[[_MemoryUnit], T]) -> T:
         with self._lock:
             unit = _MemoryUnit(self.items)
-            result = operation(cast(_MemoryUnit, RedactingUnit(unit, self._redactor)))
+            result = operation(cast(_MemoryUnit, RedactingUnit(unit, self._redactor, self._reasoning)))
             unit.commit()
             return _detached(result)
 

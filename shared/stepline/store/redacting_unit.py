@@ -12,17 +12,20 @@ from __future__ import annotations
 from typing import Any
 
 from .records import EventRecord, MessageRecord, StepRecordRow, ToolCallRecord
-from .redaction import Redactor, redact_parts
+from .redaction import ReasoningPolicy, Redactor, redact_parts, strip_reasoning
 from .unit import Record, Unit
 
 __all__ = ["RedactingUnit", "redact_record"]
 
 
-def redact_record(record: Record, redactor: Redactor) -> Record:
-    """The record with the secrets in its payloads masked (a copy)."""
+def redact_record(record: Record, redactor: Redactor, reasoning: ReasoningPolicy = "keep") -> Record:
+    """The record with the secrets in its payloads masked (a copy); reasoning text per the policy."""
     match record:
         case MessageRecord():
-            return record.model_copy(update={"parts": redact_parts(record.parts, redactor)})
+            parts = redact_parts(record.parts, redactor)
+            return record.model_copy(
+                update={"parts": strip_reasoning(parts, reasoning) if reasoning != "keep" else parts}
+            )
         case ToolCallRecord():
             return record.model_copy(
                 update={
@@ -45,15 +48,16 @@ def redact_record(record: Record, redactor: Redactor) -> Record:
 class RedactingUnit:
     """Delegates reads; masks writes."""
 
-    def __init__(self, unit: Unit, redactor: Redactor) -> None:
+    def __init__(self, unit: Unit, redactor: Redactor, reasoning: ReasoningPolicy = "keep") -> None:
         self._unit = unit
         self._redactor = redactor
+        self._reasoning: ReasoningPolicy = reasoning
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._unit, name)
 
     def put(self, record: Record, *, new: bool = False) -> None:
-        self._unit.put(redact_record(record, self._redactor), new=new)
+        self._unit.put(redact_record(record, self._redactor, self._reasoning), new=new)
 
     def delete(self, record: Record) -> None:
         self._unit.delete(record)

@@ -244,3 +244,26 @@ def test_the_filter_masks_secrets_in_plain_messages(captured: tuple[logging.Logg
     logger, handler = captured
     logger.warning("retrying with key sk-ant-api03-AAAAAAAAAAAAAAAA")
     assert handler.lines == [f"retrying with key {MASK}"]
+
+
+def test_a_store_can_drop_reasoning_text_but_keeps_the_part_and_its_signature() -> None:
+    from stepline.store.memory import MemoryStore
+    from stepline.store.ports import SnapshotUpdate, TurnStart
+
+    store = MemoryStore(reasoning="drop_text")
+    store.start_turn(
+        "u", TurnStart(conversation_id="c", run_id="r", assistant_message_id="a", user_message=None, now=1)
+    )
+    store.mark_running("u", "r", now=1)
+    parts = [
+        {
+            "type": "reasoning",
+            "text": "private chain of thought",
+            "providerMetadata": {"anthropic": {"signature": "sig"}},
+        },
+        {"type": "text", "text": "answer"},
+    ]
+    store.save_snapshot("u", "r", SnapshotUpdate(parts=parts, metadata=None, snapshot_seq=1), now=2)
+    stored = store.get_message("u", "c", "a").parts
+    assert stored[0] == {"type": "reasoning", "text": "", "providerMetadata": {"anthropic": {"signature": "sig"}}}
+    assert stored[1] == {"type": "text", "text": "answer"}
