@@ -395,6 +395,10 @@ def test_tool_claims_run_the_body_once(backend: Backend) -> None:
             USER, "r1", "c9", tool_name="weather", input={"city": "Paris"}, step_index=0, claim_token=name, now=1_100
         )
         if claim.kind == "claimed":
+            try:
+                store.start_tool_call(USER, "r1", "c9", claim_token=name, now=1_150)
+            except Conflict:
+                return  # the other worker took the claim over before this one started
             runs.append(name)
             store.record_tool_outcome(USER, "r1", "c9", claim_token=name, output={"t": 20}, now=1_200)
 
@@ -410,13 +414,14 @@ def test_tool_claims_run_the_body_once(backend: Backend) -> None:
     assert later.kind == "done" and later.record.output == {"t": 20}
 
 
-def test_a_crash_between_claim_and_outcome_is_reported_not_rerun(backend: Backend) -> None:
+def test_a_crash_after_the_body_started_is_reported_not_rerun(backend: Backend) -> None:
     store, _ = backend
     start(store)
     first = store.claim_tool_call(
         USER, "r1", "c1", tool_name="weather", input={}, step_index=0, claim_token="crashed", now=1_100
     )
     assert first.kind == "claimed"
+    store.start_tool_call(USER, "r1", "c1", claim_token="crashed", now=1_101)
     retry = store.claim_tool_call(
         USER, "r1", "c1", tool_name="weather", input={}, step_index=0, claim_token="retry", now=1_200
     )
@@ -425,6 +430,61 @@ def test_a_crash_between_claim_and_outcome_is_reported_not_rerun(backend: Backen
         store.record_tool_outcome(USER, "r1", "c1", claim_token="retry", output=1, now=1_300)
     done = store.record_tool_outcome(USER, "r1", "c1", claim_token="crashed", error={"message": "bad"}, now=1_400)
     assert done.status == "error"
+
+
+def test_a_claim_whose_holder_died_before_starting_is_taken_over(backend: Backend) -> None:
+    store, _ = backend
+    start(store)
+    store.claim_tool_call(USER, "r1", "c1", tool_name="weather", input={}, step_index=0, claim_token="dead", now=1_100)
+    takeover = store.claim_tool_call(
+        USER, "r1", "c1", tool_name="weather", input={}, step_index=0, claim_token="alive", now=1_200
+    )
+    assert takeover.kind == "claimed" and takeover.record.claim_token == "alive"
+    with pytest.raises(Conflict):
+        store.start_tool_call(USER, "r1", "c1", claim_token="dead", now=1_201)  # the old holder can no longer start
+    assert store.start_tool_call(USER, "r1", "c1", claim_token="alive", now=1_202).started_at == 1_202
+
+
+def test_client_outputs_answer_pending_tool_calls_once(backend: Backend) -> None:
+    store, _ = backend
+    start(store)
+    question = ToolCallRecord(
+        user_id=USER,
+        run_id="r1",
+        tool_call_id="q1",
+        tool_name="ask_user_question",
+        input={"q": "Which city?"},
+        status="pending",
+    )
+    step = StepRecordRow(user_id=USER, run_id="r1", step_index=0, started_at=1)
+    store.save_step(
+        USER,
+        "r1",
+        step=step,
+        tool_calls=[question],
+        snapshot=snapshot(),
+        checkpoint_state={},
+        now=2,
+        run_status="waiting_user",
+    )
+    assert store.get_run(USER, "r1").status == "waiting_user"
+    assert store.get_conversation(USER, "c1").status == "waiting_user"
+    assert store.attach_run_token(USER, "r1", "tok").task_token == "tok"
+    answered = store.answer_tool_call(USER, "r1", "q1", output={"city": "Paris"}, now=3)
+    assert answered.status == "success"
+    assert (
+        store.answer_tool_call(USER, "r1", "q1", output={"city": "Paris"}, now=4).ended_at == 3
+    )  # same answer: idempotent
+    with pytest.raises(Conflict):
+        store.answer_tool_call(USER, "r1", "q1", output={"city": "Rome"}, now=5)
+
+
+def test_an_initial_checkpoint_needs_no_step(backend: Backend) -> None:
+    store, _ = backend
+    start(store)
+    first = store.save_checkpoint(USER, "r1", state={"messages": []}, reason="step_end", now=2)
+    assert (first.seq, store.get_run(USER, "r1").checkpoint_seq) == (1, 1)
+    assert store.latest_checkpoint(USER, "r1") == first
 
 
 # -- events -----------------------------------------------------------------------------------------

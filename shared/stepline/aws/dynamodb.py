@@ -35,6 +35,7 @@ from ..store.records import (
     MessageRecord,
     NewEvent,
     RunRecord,
+    RunStatus,
     StepRecordRow,
     ToolCallRecord,
 )
@@ -496,6 +497,7 @@ class DynamoStore:
         checkpoint_state: dict[str, Any],
         reason: CheckpointReason = "step_end",
         now: int,
+        run_status: RunStatus | None = None,
     ) -> CheckpointRecord:
         return self._do(
             lambda u: ops.save_step(
@@ -508,6 +510,7 @@ class DynamoStore:
                 checkpoint_state=checkpoint_state,
                 reason=reason,
                 now=now,
+                run_status=run_status,
             )
         )
 
@@ -621,6 +624,35 @@ class DynamoStore:
                 u, user_id, run_id, tool_call_id, claim_token=claim_token, output=output, error=error, now=now
             )
         )
+
+    def start_tool_call(
+        self, user_id: str, run_id: str, tool_call_id: str, *, claim_token: str, now: int
+    ) -> ToolCallRecord:
+        return self._do(
+            lambda u: ops.start_tool_call(u, user_id, run_id, tool_call_id, claim_token=claim_token, now=now)
+        )
+
+    def answer_tool_call(
+        self,
+        user_id: str,
+        run_id: str,
+        tool_call_id: str,
+        *,
+        output: JsonValue = None,
+        error: dict[str, JsonValue] | None = None,
+        now: int,
+    ) -> ToolCallRecord:
+        return self._do(
+            lambda u: ops.answer_tool_call(u, user_id, run_id, tool_call_id, output=output, error=error, now=now)
+        )
+
+    def save_checkpoint(
+        self, user_id: str, run_id: str, *, state: dict[str, Any], reason: CheckpointReason, now: int
+    ) -> CheckpointRecord:
+        return self._do(lambda u: ops.save_checkpoint(u, user_id, run_id, state=state, reason=reason, now=now))
+
+    def attach_run_token(self, user_id: str, run_id: str, task_token: str) -> RunRecord:
+        return self._do(lambda u: ops.attach_run_token(u, user_id, run_id, task_token))
 
     def list_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
         self.get_run(user_id, run_id)

@@ -20,6 +20,7 @@ from ..llm.base import LanguageModel, ToolChoice
 from ..protocol.model_messages import ProviderOptions, SystemModelMessage
 from .callbacks import Callbacks
 from .stop import StopCondition, is_step_count
+from .tool_guard import ToolGuard
 from .tools import Tool
 
 __all__ = [
@@ -171,6 +172,8 @@ class LoopConfig:
     allow_system_in_messages: bool = False
     callbacks: Callbacks = field(default_factory=Callbacks)
     abort: AbortSignal | None = None
+    tool_guard: ToolGuard | None = None
+    """Exactly-once execution across processes (the AWS step handler installs a store-backed one)."""
     tracer: Any = None
     """An OpenTelemetry tracer; spans per run, step, model call and tool when set (off otherwise)."""
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep

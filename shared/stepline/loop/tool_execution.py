@@ -21,6 +21,7 @@ from .config import LoopConfig
 from .messages import model_output
 from .model_call import Emit
 from .state import ToolCallRecord, ToolResultRecord
+from .tool_guard import GuardDecision, ToolInterruptedError
 from .tools import ToolContext
 
 __all__ = ["ToolTimeoutError", "execute_tools"]
@@ -89,6 +90,9 @@ async def _run_tool(
             ToolExecutionStartEvent(run_id, step_number, call.tool_call_id, call.tool_name, call.input),
         )
         argument = tool.validate_input(call.input)
+        decision = await config.tool_guard.before(call, step_number) if config.tool_guard is not None else None
+        if decision is not None and decision.action != "run":
+            return await _guarded_outcome(config, call, decision, emit=emit, common=common)
         context = ToolContext(
             tool_call_id=call.tool_call_id,
             tool_name=call.tool_name,
@@ -109,6 +113,9 @@ async def _run_tool(
             raise ToolTimeoutError(f"tool {call.tool_name} timed out after {timeout} s") from None
     except Exception as caught:  # a tool's failure is the model's to read, not the run's
         error = caught
+    if config.tool_guard is not None:
+        # Durable first: the outcome is recorded before anyone sees it, so a retry reuses it.
+        await config.tool_guard.after(call, output if error is None else None, error_message(error) if error else None)
     await notify(
         config.callbacks.on_tool_execution_end,
         ToolExecutionEndEvent(
@@ -128,3 +135,20 @@ async def _run_tool(
         else None
     )
     return record, custom
+
+
+async def _guarded_outcome(
+    config: LoopConfig, call: ToolCallRecord, decision: GuardDecision, *, emit: Emit, common: dict[str, Any]
+) -> tuple[ToolResultRecord, ToolResultOutput | None]:
+    """A tool that does not run here: an earlier attempt's outcome, or an interruption."""
+    if decision.action == "refuse":
+        text = error_message(
+            ToolInterruptedError(f"tool {call.tool_name} was interrupted after it started; it is not run again")
+        )
+    else:
+        text = decision.error_text
+    if text is not None:
+        await emit(sp.ToolError(error=text, **common))
+        return ToolResultRecord(tool_call_id=call.tool_call_id, tool_name=call.tool_name, error_text=text), None
+    await emit(sp.ToolResult(output=decision.output, **common))
+    return ToolResultRecord(tool_call_id=call.tool_call_id, tool_name=call.tool_name, output=decision.output), None

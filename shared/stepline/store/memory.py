@@ -26,6 +26,7 @@ from .records import (
     MessageRecord,
     NewEvent,
     RunRecord,
+    RunStatus,
     StepRecordRow,
     ToolCallRecord,
 )
@@ -208,6 +209,7 @@ class MemoryStore:
         checkpoint_state: dict[str, Any],
         reason: CheckpointReason = "step_end",
         now: int,
+        run_status: RunStatus | None = None,
     ) -> CheckpointRecord:
         return self._do(
             lambda u: ops.save_step(
@@ -220,6 +222,7 @@ class MemoryStore:
                 checkpoint_state=checkpoint_state,
                 reason=reason,
                 now=now,
+                run_status=run_status,
             )
         )
 
@@ -334,6 +337,35 @@ class MemoryStore:
                 u, user_id, run_id, tool_call_id, claim_token=claim_token, output=output, error=error, now=now
             )
         )
+
+    def start_tool_call(
+        self, user_id: str, run_id: str, tool_call_id: str, *, claim_token: str, now: int
+    ) -> ToolCallRecord:
+        return self._do(
+            lambda u: ops.start_tool_call(u, user_id, run_id, tool_call_id, claim_token=claim_token, now=now)
+        )
+
+    def answer_tool_call(
+        self,
+        user_id: str,
+        run_id: str,
+        tool_call_id: str,
+        *,
+        output: JsonValue = None,
+        error: dict[str, JsonValue] | None = None,
+        now: int,
+    ) -> ToolCallRecord:
+        return self._do(
+            lambda u: ops.answer_tool_call(u, user_id, run_id, tool_call_id, output=output, error=error, now=now)
+        )
+
+    def save_checkpoint(
+        self, user_id: str, run_id: str, *, state: dict[str, Any], reason: CheckpointReason, now: int
+    ) -> CheckpointRecord:
+        return self._do(lambda u: ops.save_checkpoint(u, user_id, run_id, state=state, reason=reason, now=now))
+
+    def attach_run_token(self, user_id: str, run_id: str, task_token: str) -> RunRecord:
+        return self._do(lambda u: ops.attach_run_token(u, user_id, run_id, task_token))
 
     def list_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
         self.get_run(user_id, run_id)

@@ -24,6 +24,7 @@ from .records import (
     MessageRecord,
     NewEvent,
     RunRecord,
+    RunStatus,
     StepRecordRow,
     ToolCallRecord,
     check_id,
@@ -46,6 +47,10 @@ __all__ = [
     "save_snapshot",
     "save_step",
     "settle_approval",
+    "answer_tool_call",
+    "attach_run_token",
+    "save_checkpoint",
+    "start_tool_call",
     "start_turn",
 ]
 
@@ -244,16 +249,29 @@ def save_step(
     checkpoint_state: dict[str, Any],
     reason: CheckpointReason,
     now: int,
+    run_status: RunStatus | None = None,
 ) -> CheckpointRecord:
-    """Step record, tool-call upserts, parts snapshot and checkpoint."""
+    """Step record, tool-call upserts, parts snapshot and checkpoint (and the run's new status)."""
     run = _live_run(unit, user_id, run_id)
+    if run_status is not None:
+        check_move("run", run.status, run_status)
     if unit.step(user_id, run_id, step.step_index) is not None:
         raise Conflict(f"step {step.step_index} of run {run_id} is already saved")
     unit.put(step, new=True)
     _upsert_tool_calls(unit, user_id, run_id, tool_calls)
     _snapshot(unit, run, snapshot, now=now)
     checkpoint = _checkpoint(unit, run, checkpoint_state, step.step_index, reason, now)
-    unit.put(_update(run, checkpoint_seq=checkpoint.seq, active_step_index=step.step_index, heartbeat_at=now))
+    changes: dict[str, Any] = {
+        "checkpoint_seq": checkpoint.seq,
+        "active_step_index": step.step_index,
+        "heartbeat_at": now,
+    }
+    if run_status is not None:
+        changes["status"] = run_status
+        conversation = _conversation(unit, user_id, run.conversation_id)
+        if run_status == "waiting_user" and conversation.status != "waiting_user":
+            unit.put(_update(conversation, status="waiting_user", updated_at=now))
+    unit.put(_update(run, **changes))
     return checkpoint
 
 
@@ -478,11 +496,71 @@ def claim_tool_call(
     )
     if call.status in TERMINAL["tool_call"]:
         return ClaimResult("done", call)
-    if call.status in ("running", "awaiting_approval"):
+    if call.status == "awaiting_approval" or (call.status == "running" and call.started_at is not None):
+        # Started by an earlier holder: it may have had a side effect, so it is never taken over.
         return ClaimResult("in_progress", call)
-    call = _update(call, status="running", claim_token=claim_token, started_at=now)
+    # pending, or claimed by a holder that died before starting the body: safe to (re)claim.
+    call = _update(call, status="running", claim_token=claim_token, started_at=None)
     unit.put(call, new=existing is None)
     return ClaimResult("claimed", call)
+
+
+def start_tool_call(
+    unit: Unit, user_id: str, run_id: str, tool_call_id: str, *, claim_token: str, now: int
+) -> ToolCallRecord:
+    """The claim holder is about to run the body: from here a crash means "possibly ran"."""
+    call = unit.tool_call(user_id, run_id, tool_call_id)
+    if call is None:
+        raise NotFound(f"tool call {tool_call_id} not found")
+    if call.status != "running" or call.claim_token != claim_token or call.started_at is not None:
+        raise Conflict(f"tool call {tool_call_id} is no longer claimed by this worker")
+    call = _update(call, started_at=now)
+    unit.put(call)
+    return call
+
+
+def answer_tool_call(
+    unit: Unit,
+    user_id: str,
+    run_id: str,
+    tool_call_id: str,
+    *,
+    output: JsonValue,
+    error: dict[str, JsonValue] | None,
+    now: int,
+) -> ToolCallRecord:
+    """The client's output for a client-side tool call (a question's answer): `pending → success/error`."""
+    _live_run(unit, user_id, run_id)
+    call = unit.tool_call(user_id, run_id, tool_call_id)
+    if call is None:
+        raise NotFound(f"tool call {tool_call_id} not found")
+    if call.status in TERMINAL["tool_call"]:
+        if call.output == output and call.error == error:
+            return call  # the same answer again
+        raise Conflict(f"tool call {tool_call_id} was already answered")
+    if call.status != "pending":
+        raise Conflict(f"tool call {tool_call_id} is {call.status}; it does not wait for a client output")
+    call = _update(call, status="error" if error is not None else "success", output=output, error=error, ended_at=now)
+    unit.put(call)
+    return call
+
+
+def save_checkpoint(
+    unit: Unit, user_id: str, run_id: str, *, state: dict[str, Any], reason: CheckpointReason, now: int
+) -> CheckpointRecord:
+    """A checkpoint without a step (the run's initial state, or a resume)."""
+    run = _live_run(unit, user_id, run_id)
+    checkpoint = _checkpoint(unit, run, state, run.active_step_index, reason, now)
+    unit.put(_update(run, checkpoint_seq=checkpoint.seq))
+    return checkpoint
+
+
+def attach_run_token(unit: Unit, user_id: str, run_id: str, task_token: str) -> RunRecord:
+    """Store the Step Functions task token of a run waiting for the client."""
+    run = _live_run(unit, user_id, run_id)
+    run = _update(run, task_token=task_token)
+    unit.put(run)
+    return run
 
 
 def record_tool_outcome(

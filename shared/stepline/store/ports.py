@@ -26,6 +26,7 @@ from .records import (
     MessageRecord,
     NewEvent,
     RunRecord,
+    RunStatus,
     StepRecordRow,
     ToolCallRecord,
 )
@@ -177,8 +178,9 @@ class Store(Protocol):
         checkpoint_state: dict[str, Any],
         reason: CheckpointReason = "step_end",
         now: int,
+        run_status: RunStatus | None = None,
     ) -> CheckpointRecord:
-        """Step end: step, tool-call upserts, parts snapshot and checkpoint, atomically."""
+        """Step end: step, tool-call upserts, parts snapshot and checkpoint (and a new run status), atomically."""
         ...
 
     def latest_checkpoint(self, user_id: str, run_id: str) -> CheckpointRecord | None: ...
@@ -268,6 +270,35 @@ class Store(Protocol):
         ...
 
     def list_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]: ...
+
+    def start_tool_call(
+        self, user_id: str, run_id: str, tool_call_id: str, *, claim_token: str, now: int
+    ) -> ToolCallRecord:
+        """The claim holder starts the body; until then a dead holder's claim can be taken over."""
+        ...
+
+    def answer_tool_call(
+        self,
+        user_id: str,
+        run_id: str,
+        tool_call_id: str,
+        *,
+        output: JsonValue = None,
+        error: dict[str, JsonValue] | None = None,
+        now: int,
+    ) -> ToolCallRecord:
+        """The client's output for a client-side tool call (idempotent for the same answer)."""
+        ...
+
+    def save_checkpoint(
+        self, user_id: str, run_id: str, *, state: dict[str, Any], reason: CheckpointReason, now: int
+    ) -> CheckpointRecord:
+        """A checkpoint without a step (a run's initial state)."""
+        ...
+
+    def attach_run_token(self, user_id: str, run_id: str, task_token: str) -> RunRecord:
+        """The task token of a run waiting for client input."""
+        ...
 
     # -- events ----------------------------------------------------------------------------------------
 

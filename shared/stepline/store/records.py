@@ -147,6 +147,8 @@ class RunRecord(_Record):
     started_at: int
     ended_at: int | None = None
     heartbeat_at: int | None = None
+    task_token: str | None = None
+    """Stepline extension: the Step Functions token of a wait for client input (questions)."""
     version: int = 0
 
 
