@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import JsonValue
+from pydantic import JsonValue, TypeAdapter
 
 from ..protocol.chunks import ProviderMetadata
 from ..protocol.model_messages import (
@@ -39,6 +39,8 @@ from .config import Instructions
 from .state import ToolCallRecord, ToolResultRecord
 
 __all__ = ["StepContent", "instruction_messages", "model_output", "prompt_messages"]
+
+_OUTPUT: TypeAdapter[ToolResultOutput] = TypeAdapter(ToolResultOutput)
 
 
 def instruction_messages(instructions: Instructions | None) -> list[SystemModelMessage]:
@@ -76,12 +78,8 @@ def model_output(
 ) -> ToolResultOutput:
     """How a tool output is shown to the model: strings as text, anything else as JSON."""
     if to_model_output is not None:
-        custom = to_model_output(tool_call_id, input, output)
-        if isinstance(custom, dict):
-            from pydantic import TypeAdapter
-
-            return TypeAdapter(ToolResultOutput).validate_python(custom)
-        return custom
+        custom: Any = to_model_output(tool_call_id, input, output)
+        return _OUTPUT.validate_python(custom) if isinstance(custom, dict) else custom
     if isinstance(output, str):
         return TextOutput(value=output)
     return JsonOutput(value=output)
