@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import os
 import sys
 from typing import Any, TextIO
@@ -25,6 +24,7 @@ from .protocol import stream_parts as sp
 from .protocol._json import dumps
 from .protocol.sse import DONE, encode_chunk
 from .protocol.to_chunks import UIStreamOptions, to_ui_message_stream_async
+from .tools import ToolsetError, load_toolset
 
 __all__ = ["add_run_parser"]
 
@@ -58,11 +58,10 @@ def _model(args: argparse.Namespace, err: TextIO) -> LanguageModel:
 
 def _toolset(args: argparse.Namespace) -> tuple[list[Tool], dict[str, Any]]:
     name = args.tools or os.environ.get("STEPLINE_TOOLS") or "stepline.tools.demo"
-    module = importlib.import_module(name)
-    tools = module.tools() if callable(getattr(module, "tools", None)) else getattr(module, "TOOLS", None)
-    if tools is None:
-        raise SystemExit(f"stepline: tools module {name} has neither TOOLS nor tools()")
-    return list(tools), dict(getattr(module, "TOOL_APPROVAL", {}))
+    try:
+        return load_toolset(name)
+    except ToolsetError as error:
+        raise SystemExit(f"stepline: {error}") from error
 
 
 class _Printer:

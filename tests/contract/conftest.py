@@ -9,6 +9,7 @@ import pytest
 
 from stepline.store.memory import MemoryStore
 from stepline.store.ports import Store
+from tests.support.aws_env import use_fake_aws
 
 
 def _memory_dump(store: MemoryStore) -> Any:
@@ -28,12 +29,7 @@ def backend(
 
     from tests.support.dynamo_store import make_dynamo_store
 
-    for name, value in {
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "test",
-        "AWS_SECRET_ACCESS_KEY": "test",
-    }.items():
-        monkeypatch.setenv(name, value)
+    use_fake_aws(monkeypatch)
     with mock_aws():
         store, dump = make_dynamo_store()
         yield store, dump

@@ -314,6 +314,11 @@ class OpenAIModel:
         return self._responses.model_id
 
     @property
+    def api_key(self) -> str | None:
+        """The API key both APIs use (the argument or `OPENAI_API_KEY`)."""
+        return self._api_key
+
+    @property
     def capabilities(self) -> ModelCapabilities:
         """The chosen API's capabilities; before an `auto` probe, the Responses API's."""
         api = self._api if self._api != "auto" else self._api_cache.get(self._responses.base_url)

@@ -1,0 +1,9 @@
+"""Ends a finished run: final message, run and conversation status.
+
+Lambda entry point of CodeUri `functions/finalize_run/` in template.yaml;
+its code is in the shared layer, `stepline.runtime.worker`, bound to services from the environment.
+"""
+
+from stepline.aws.wiring import worker_handler
+
+handler = worker_handler("stepline-finalize-run")

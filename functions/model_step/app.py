@@ -1,0 +1,9 @@
+"""One agent step: the model call and the tools that need no human.
+
+Lambda entry point of CodeUri `functions/model_step/` in template.yaml;
+its code is in the shared layer, `stepline.runtime.worker`, bound to services from the environment.
+"""
+
+from stepline.aws.wiring import worker_handler
+
+handler = worker_handler("stepline-model-step")

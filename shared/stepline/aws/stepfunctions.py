@@ -1,0 +1,46 @@
+"""The Step Functions orchestrator: start (named by run id), stop, and resume a waiting task."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+__all__ = ["StepFunctionsOrchestrator"]
+
+_ALREADY_DONE = ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken")
+"""What SendTaskSuccess answers for a token already used or expired: AWS says TaskTimedOut or
+TaskDoesNotExist, moto says InvalidToken. All mean "already resumed or expired", never "retry"."""
+
+
+class StepFunctionsOrchestrator:
+    """Runs each agent run as one Standard execution named by its run id."""
+
+    def __init__(self, client: Any, *, state_machine_arn: str, approval_timeout_seconds: int) -> None:
+        self._client = client
+        self._arn = state_machine_arn
+        self._timeout = approval_timeout_seconds
+
+    def execution_arn(self, run_id: str) -> str:
+        return self._arn.replace(":stateMachine:", ":execution:") + f":{run_id}"
+
+    def start_run(self, user_id: str, run_id: str) -> None:
+        payload = {"userId": user_id, "runId": run_id, "approvalTimeoutSeconds": self._timeout}
+        # Same name and same input while RUNNING returns the running execution, and a name already
+        # used raises ExecutionAlreadyExists: either way a duplicated start is harmless.
+        with contextlib.suppress(self._client.exceptions.ExecutionAlreadyExists):
+            self._client.start_execution(stateMachineArn=self._arn, name=run_id, input=json.dumps(payload))
+
+    def stop_run(self, user_id: str, run_id: str) -> None:
+        with contextlib.suppress(self._client.exceptions.ExecutionDoesNotExist):
+            self._client.stop_execution(executionArn=self.execution_arn(run_id), cause="aborted by the user")
+
+    def resume(self, task_token: str) -> bool:
+        try:
+            self._client.send_task_success(taskToken=task_token, output="{}")
+        except Exception as error:  # botocore's modelled errors differ by service version
+            code = getattr(error, "response", {}).get("Error", {}).get("Code")
+            if code in _ALREADY_DONE:
+                return False
+            raise
+        return True

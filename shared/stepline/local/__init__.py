@@ -1,0 +1,1 @@
+"""Running Stepline on one machine: the real state machine on moto's interpreter, handlers in process."""

@@ -1,0 +1,146 @@
+"""The real ASL, executed by moto's Step Functions interpreter, with Lambda tasks run in process.
+
+moto (pinned in pyproject) has a port of LocalStack's ASL interpreter (`execute_state_machine`),
+which calls Lambda through a boto3 client. Its Lambda backend without Docker (`LambdaSimpleBackend`)
+only echoes payloads, so **this is the one place that routes a Lambda invocation to a Python
+handler**: `install_lambda_router` replaces `LambdaSimpleBackend.invoke` with a dispatcher by
+function name. An exception in a handler is reported as an unhandled function error with its class
+name as `errorType`, exactly what Step Functions' `Retry`/`Catch` match on.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import traceback
+import zipfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, cast
+
+from stepline.protocol._json import loads_strict
+
+__all__ = ["ASL_PATH", "FUNCTIONS", "LocalWorkflow", "SimulatedCrash", "install_lambda_router"]
+
+ASL_PATH = Path(__file__).resolve().parents[3] / "infra" / "statemachine" / "agent_run.asl.json"
+FUNCTIONS = {
+    "ModelStepFunctionArn": "stepline-model-step",
+    "AwaitInputFunctionArn": "stepline-await-input",
+    "ExpireInputFunctionArn": "stepline-expire-input",
+    "FinalizeRunFunctionArn": "stepline-finalize-run",
+    "FailRunFunctionArn": "stepline-fail-run",
+}
+
+Handler = Callable[[dict[str, Any], Any], Any]
+_ROUTES: dict[str, Handler] = {}
+
+
+class _Context:
+    """The parts of a Lambda context the handlers read."""
+
+    def __init__(self, function_name: str, request_id: str) -> None:
+        self.function_name = function_name
+        self.aws_request_id = request_id
+
+
+def install_lambda_router(routes: Mapping[str, Handler]) -> None:
+    """Route moto's Lambda invocations to in-process handlers (by function name)."""
+    from moto.awslambda_simple.models import LambdaSimpleBackend
+
+    _ROUTES.update(routes)
+    counter = iter(range(1, 10**9))
+
+    def invoke(self: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: Any) -> bytes:
+        name = function_name.split(":function:")[-1].split(":")[0]
+        handler = _ROUTES.get(name)
+        if handler is None:
+            raise KeyError(f"no in-process handler for Lambda function {name}")
+        event: dict[str, Any] = loads_strict(body) if body else {}
+        try:
+            result = handler(event, _Context(name, f"local-{next(counter)}"))
+        except (Exception, _SimulatedCrash, BaseExceptionGroup) as error:  # as Lambda reports an unhandled error
+            response_headers["x-amz-function-error"] = "Unhandled"
+            payload = {
+                "errorType": _error_type(error),
+                "errorMessage": str(error),
+                "stackTrace": traceback.format_exc().splitlines(),
+            }
+            return json.dumps(payload).encode()
+        return json.dumps(result if result is not None else {}).encode()
+
+    LambdaSimpleBackend.invoke = invoke  # type: ignore[method-assign]
+
+
+class _SimulatedCrash(BaseException):
+    """Base of test exceptions that stand for a dying process (they pass through `except Exception`)."""
+
+
+def _error_type(error: BaseException) -> str:
+    """The `errorType` Step Functions sees for an unhandled error.
+
+    A crash of the process itself reaches Step Functions as `Lambda.Unknown`; tests simulate one
+    with an exception carrying `lambda_error_type` (also inside an exception group).
+    """
+    inners: tuple[BaseException, ...] = getattr(error, "exceptions", ())  # an exception group's members
+    for inner in inners:
+        found = _error_type(inner)
+        if found != type(inner).__name__:
+            return found
+    name: str = type(error).__name__
+    return str(getattr(error, "lambda_error_type", name))
+
+
+def _dummy_zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("app.py", "def handler(event, context):\n    return event\n")
+    return buffer.getvalue()
+
+
+class LocalWorkflow:
+    """Creates the functions and the state machine on moto (call inside `mock_aws(...)`)."""
+
+    def __init__(self, *, region: str = "us-east-1", name: str = "stepline-agent-run") -> None:
+        import boto3
+
+        self.sfn = cast(Any, boto3.client("stepfunctions", region_name=region))  # pyright: ignore[reportUnknownMemberType]
+        self._lambda = cast(Any, boto3.client("lambda", region_name=region))  # pyright: ignore[reportUnknownMemberType]
+        self._iam = cast(Any, boto3.client("iam", region_name=region))  # pyright: ignore[reportUnknownMemberType]
+        role: dict[str, Any] = self._iam.create_role(
+            RoleName="stepline-local", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []})
+        )
+        arns: dict[str, str] = {}
+        for placeholder, function in FUNCTIONS.items():
+            created: dict[str, Any] = self._lambda.create_function(
+                FunctionName=function,
+                Runtime="python3.13",
+                Role=role["Role"]["Arn"],
+                Handler="app.handler",
+                Code={"ZipFile": _dummy_zip()},
+            )
+            arns[placeholder] = created["FunctionArn"]
+        definition = ASL_PATH.read_text()
+        for placeholder, arn in arns.items():  # CloudFormation's DefinitionSubstitutions; moto does not substitute
+            definition = definition.replace("${" + placeholder + "}", arn)
+        self.state_machine_arn: str = self.sfn.create_state_machine(
+            name=name, definition=definition, roleArn=role["Role"]["Arn"], type="STANDARD"
+        )["stateMachineArn"]
+
+    def execution_arn(self, run_id: str) -> str:
+        return self.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{run_id}"
+
+    def status(self, run_id: str) -> str:
+        return str(self.sfn.describe_execution(executionArn=self.execution_arn(run_id))["status"])
+
+    def history(self, run_id: str) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {"executionArn": self.execution_arn(run_id), "maxResults": 1000}
+        while True:
+            page: dict[str, Any] = self.sfn.get_execution_history(**kwargs)
+            events.extend(page["events"])
+            if "nextToken" not in page:
+                return events
+            kwargs["nextToken"] = page["nextToken"]
+
+
+SimulatedCrash = _SimulatedCrash

@@ -1,0 +1,92 @@
+"""The event sink of a durable step: TextStreamParts → UI chunks → batched events in the store.
+
+It also keeps the assistant message as the client will see it (the reducer, starting from the
+stored parts), so the step can store a parts snapshot that matches the events it wrote.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+from ..protocol import stream_parts as sp
+from ..protocol.chunks import ResetStepChunk, StartStepChunk, UIMessageChunk, parse_chunk
+from ..protocol.reducer import UIMessageReducer
+from ..protocol.to_chunks import UIChunkMapper, UIStreamOptions
+from ..store.event_batcher import EventBatcher
+from ..store.ports import SnapshotUpdate, Store
+from ..store.records import EventRecord, MessageRecord, NewEvent, RunRecord
+from ..store.replay import chunks_of
+
+__all__ = ["RunRecorder"]
+
+
+class RunRecorder:
+    """Writes a run's chunks to its event log and tracks the message they build."""
+
+    def __init__(
+        self,
+        store: Store,
+        run: RunRecord,
+        message: MessageRecord,
+        *,
+        now: Callable[[], int],
+        window: float = 0.150,
+        monotonic: Callable[[], float] = time.monotonic,
+        replay: Sequence[EventRecord] = (),
+    ) -> None:
+        self._store = store
+        self._run = run
+        self._now = now
+        self._mapper = UIChunkMapper(UIStreamOptions(response_message_id=run.assistant_message_id))
+        self._batcher = EventBatcher(window=window, clock=monotonic)
+        self._reducer = UIMessageReducer(
+            {"id": message.message_id, "role": "assistant", "parts": message.parts, "metadata": message.metadata}
+        )
+        for chunk in chunks_of(e for e in replay if e.seq > message.snapshot_seq):
+            # Events written after the stored snapshot (the turn's start, or a crashed attempt's
+            # parts) are part of what the client has: the snapshot this step stores must include them.
+            self._reducer.apply(parse_chunk(chunk))
+        self._skip_start_step = False
+        self.last_seq = run.last_event_seq
+
+    def redo_step(self) -> None:
+        """A crashed attempt of this step left events: drop its parts (`reset-step`) and do not open a second step."""
+        self._write([ResetStepChunk()])
+        self._skip_start_step = True
+
+    async def emit(self, part: sp.TextStreamPart) -> None:
+        chunks = self._mapper.map(part)
+        if self._skip_start_step and any(isinstance(c, StartStepChunk) for c in chunks):
+            self._skip_start_step = False
+            chunks = [c for c in chunks if not isinstance(c, StartStepChunk)]
+        self._write(chunks)
+
+    def write(self, chunks: list[UIMessageChunk]) -> None:
+        """Write chunks that do not come from the loop (start, finish, error)."""
+        self._write(chunks)
+
+    def _write(self, chunks: list[UIMessageChunk]) -> None:
+        events: list[NewEvent] = []
+        for chunk in chunks:
+            self._reducer.apply(chunk)
+            events.extend(self._batcher.add(chunk))
+        events.extend(self._batcher.poll())
+        self._append(events)
+
+    def flush(self) -> None:
+        self._append(self._batcher.flush())
+
+    def _append(self, events: list[NewEvent]) -> None:
+        if events:
+            stored = self._store.append_events(self._run.user_id, self._run.run_id, events, now=self._now())
+            self.last_seq = stored[-1].seq
+
+    def snapshot(self, metadata: dict[str, Any] | None = None) -> SnapshotUpdate:
+        """The parts the client has after the written events (call after `flush`)."""
+        message = self._reducer.message()
+        merged = cast(dict[str, Any] | None, message.get("metadata"))
+        if metadata is not None:
+            merged = {**(merged or {}), **metadata}
+        return SnapshotUpdate(parts=list(message["parts"]), metadata=merged, snapshot_seq=self.last_seq)

@@ -1,0 +1,345 @@
+"""The real ASL on moto's Step Functions interpreter, handlers in process, DynamoDB on moto.
+
+Each test asserts the persisted end state (run, message parts, tool calls, approvals, events) and
+that no tool body ran twice.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from stepline.llm.scripted import ScriptedModel
+from stepline.local.workflow import SimulatedCrash
+from stepline.loop.tools import Tool
+from stepline.protocol.chunks import parse_chunk
+from stepline.protocol.reducer import reduce_ui_message_stream
+from stepline.runtime import worker
+from stepline.store.replay import chunks_of
+from tests.support.local_aws import LocalAws, local_aws
+
+USER = "alice"
+STOP = {
+    "type": "finish",
+    "finishReason": {"unified": "stop", "raw": "stop"},
+    "usage": {"inputTokens": {"total": 5}, "outputTokens": {"total": 2}},
+}
+TOOLS_FINISH = {
+    "type": "finish",
+    "finishReason": {"unified": "tool-calls", "raw": "tool_use"},
+    "usage": {"inputTokens": {"total": 5}, "outputTokens": {"total": 2}},
+}
+ids = itertools.count(1)
+
+
+def text_step(text: str) -> list[dict[str, Any]]:
+    return [
+        {"type": "text-start", "id": "t"},
+        {"type": "text-delta", "id": "t", "delta": text},
+        {"type": "text-end", "id": "t"},
+        STOP,
+    ]
+
+
+def call_step(tool: str, input_text: str, call_id: str = "c1") -> list[dict[str, Any]]:
+    return [{"type": "tool-call", "toolCallId": call_id, "toolName": tool, "input": input_text}, TOOLS_FINISH]
+
+
+class Counted:
+    """A tool whose executions are counted (the body must never run twice)."""
+
+    def __init__(self, name: str, output: Any) -> None:
+        self.runs = 0
+        self.tool = Tool(name=name, input_schema={"type": "object"}, execute=self._run)
+        self._output = output
+
+    async def _run(self, _: Any) -> Any:
+        self.runs += 1
+        return self._output
+
+
+def begin(aws: LocalAws, text: str = "hello") -> str:
+    run_id = f"run-{next(ids)}"
+    worker.begin_turn(
+        aws.services,
+        USER,
+        conversation_id=f"c-{run_id}",
+        run_id=run_id,
+        assistant_message_id=f"a-{run_id}",
+        user_message={"id": f"u-{run_id}", "role": "user", "parts": [{"type": "text", "text": text}]},
+    )
+    return run_id
+
+
+def final_message(aws: LocalAws, run_id: str) -> dict[str, Any]:
+    run = aws.services.store.get_run(USER, run_id)
+    return aws.services.store.get_message(USER, run.conversation_id, run.assistant_message_id).model_dump()
+
+
+def replayed(aws: LocalAws, run_id: str) -> dict[str, Any] | None:
+    events = aws.services.store.events_after(USER, run_id, 0, now=aws.services.clock())
+    return reduce_ui_message_stream([parse_chunk(c) for c in chunks_of(events)]).message
+
+
+def test_a_text_run_completes_with_its_message_events_and_usage() -> None:
+    with local_aws(ScriptedModel.from_script([text_step("Hi there.")])) as aws:
+        run_id = begin(aws)
+        assert aws.wait_execution(run_id) == "SUCCEEDED"
+        run = aws.services.store.get_run(USER, run_id)
+        assert (run.status, run.finish_reason, run.usage) == (
+            "completed",
+            "stop",
+            {"inputTokens": 5, "outputTokens": 2},
+        )
+        message = final_message(aws, run_id)
+        assert message["status"] == "completed" and message["content"] == "Hi there."
+        assert message["metadata"]["runId"] == run_id and message["metadata"]["finishReason"] == "stop"
+        assert aws.services.store.get_conversation(USER, run.conversation_id).active_run_id is None
+        stream = replayed(aws, run_id)
+        assert stream is not None and stream["parts"] == message["parts"]
+
+
+def test_a_tool_step_then_an_answer_runs_the_tool_once() -> None:
+    weather = Counted("weather", {"temperature": 18})
+    model = ScriptedModel.from_script([call_step("weather", '{"city":"Paris"}'), text_step("18 degrees.")])
+    with local_aws(model, tools=[weather.tool]) as aws:
+        run_id = begin(aws)
+        assert aws.wait_execution(run_id) == "SUCCEEDED"
+        assert weather.runs == 1
+        (call,) = aws.services.store.list_tool_calls(USER, run_id)
+        assert (call.status, call.output, call.started_at is not None) == ("success", {"temperature": 18}, True)
+        parts = final_message(aws, run_id)["parts"]
+        assert [p["type"] for p in parts] == ["step-start", "tool-weather", "step-start", "text"]
+        assert parts[1]["state"] == "output-available"
+        model.assert_consumed()
+
+
+@pytest.mark.parametrize(("approved", "expected_state"), [(True, "output-available"), (False, "output-denied")])
+def test_an_approval_decided_through_the_webhook_resumes_the_same_message(approved: bool, expected_state: str) -> None:
+    delete = Counted("delete_file", {"deleted": True})
+    model = ScriptedModel.from_script([call_step("delete_file", '{"path":"/tmp/x"}'), text_step("Done.")])
+    with local_aws(model, tools=[delete.tool], tool_approval={"delete_file": "user-approval"}) as aws:
+        run_id = begin(aws)
+        aws.wait_run(USER, run_id, lambda r: r.status == "waiting_approval")
+        (approval,) = aws.services.store.pending_approvals(USER)
+        approval = aws.services.store.get_approval(USER, approval.approval_id)
+        for _ in range(500):  # the token arrives with the AwaitInput task
+            if aws.services.store.get_approval(USER, approval.approval_id).task_token:
+                break
+            __import__("time").sleep(0.02)
+        decided = worker.decide(
+            aws.services, USER, approval.approval_id, approved=approved, reason=None if approved else "no"
+        )
+        assert decided.status == ("approved" if approved else "denied")
+        again = worker.decide(aws.services, USER, approval.approval_id, approved=approved, reason=None)
+        assert again.status == decided.status  # the same decision again: the stored result
+        assert aws.wait_execution(run_id) == "SUCCEEDED"
+        assert delete.runs == (1 if approved else 0)
+        message = final_message(aws, run_id)
+        tool_part = next(p for p in message["parts"] if p["type"] == "tool-delete_file")
+        assert tool_part["state"] == expected_state
+        assert message["content"] == "Done." and message["status"] == "completed"
+        assert [p["type"] for p in message["parts"]].count("tool-delete_file") == 1  # continued in place
+        (call,) = aws.services.store.list_tool_calls(USER, run_id)
+        assert call.status == ("success" if approved else "denied")
+        model.assert_consumed()
+
+
+def test_an_expired_approval_reaches_the_model_as_a_denial() -> None:
+    delete = Counted("delete_file", {"deleted": True})
+    model = ScriptedModel.from_script([call_step("delete_file", '{"path":"/tmp/x"}'), text_step("It timed out.")])
+    with local_aws(
+        model, tools=[delete.tool], tool_approval={"delete_file": "user-approval"}, approval_timeout_seconds=1
+    ) as aws:
+        run_id = begin(aws)
+        assert aws.wait_execution(run_id, timeout=60) == "SUCCEEDED"
+        assert delete.runs == 0
+        approval = aws.services.store.get_approval(USER, next(a for a in _approval_ids(aws, run_id)))
+        assert approval.status == "expired"
+        second_prompt = [m.to_wire() for m in model.calls[1].prompt]
+        denial = second_prompt[-1]["content"][0]
+        assert denial["output"] == {"type": "execution-denied", "reason": "approval expired"}
+
+
+def _approval_ids(aws: LocalAws, run_id: str) -> list[str]:
+    state = worker._state(aws.services, USER, run_id)  # pyright: ignore[reportPrivateUsage] - reads the checkpoint
+    steps = state.steps
+    return [
+        p["approvalId"]
+        for s in steps
+        for m in s.response_messages
+        for p in m.to_wire()["content"]
+        if p.get("type") == "tool-approval-request"
+    ]
+
+
+def test_a_question_waits_for_the_client_and_continues_with_its_answer() -> None:
+    ask = Tool(name="ask_user_question", input_schema={"type": "object"})  # client-side: no executor
+    model = ScriptedModel.from_script(
+        [call_step("ask_user_question", '{"question":"Which city?"}', "q1"), text_step("Paris it is.")]
+    )
+    with local_aws(model, tools=[ask]) as aws:
+        run_id = begin(aws)
+        aws.wait_run(USER, run_id, lambda r: r.status == "waiting_user" and r.task_token is not None)
+        worker.answer(aws.services, USER, run_id, "q1", output={"answer": "Paris"}, error_text=None)
+        assert aws.wait_execution(run_id) == "SUCCEEDED"
+        parts = final_message(aws, run_id)["parts"]
+        question = next(p for p in parts if p["type"] == "tool-ask_user_question")
+        assert (question["state"], question["output"]) == ("output-available", {"answer": "Paris"})
+        assert [m.to_wire() for m in model.calls[1].prompt][-1]["content"][0]["output"] == {
+            "type": "json",
+            "value": {"answer": "Paris"},
+        }
+
+
+def test_a_model_error_is_retried_and_a_permanent_one_fails_the_run_cleanly() -> None:
+    flaky = ScriptedModel.from_script(
+        [{"raise": {"kind": "server", "status": 500}, "parts": []}, text_step("Recovered.")]
+    )
+    with local_aws(flaky, max_retries=0) as aws:  # the loop does not retry: Step Functions does
+        run_id = begin(aws)
+        assert aws.wait_execution(run_id) == "SUCCEEDED"
+        assert final_message(aws, run_id)["content"] == "Recovered."
+        assert Counter(e["type"] for e in aws.workflow.history(run_id))["TaskFailed"] >= 1
+    broken = ScriptedModel.from_script([{"raise": {"kind": "auth", "status": 401}, "parts": []}])
+    with local_aws(broken) as aws:
+        run_id = begin(aws)
+        assert aws.wait_execution(run_id) == "FAILED"
+        run = aws.services.store.get_run(USER, run_id)
+        assert run.status == "failed" and run.error is not None
+        message = final_message(aws, run_id)
+        assert message["status"] == "failed" and message["metadata"]["error"]["message"]
+        stream = aws.services.store.events_after(USER, run_id, 0, now=aws.services.clock())
+        assert stream[-1].chunks[-1] == {
+            "type": "error",
+            "errorText": "An error occurred.",
+        }  # no detail leaks to clients
+
+
+def test_abort_stops_the_run_and_marks_it_aborted() -> None:
+    slow = ScriptedModel.from_script(
+        [
+            {
+                "delayMs": 200,
+                "parts": [
+                    {"type": "text-start", "id": "t"},
+                    *({"type": "text-delta", "id": "t", "delta": "x"} for _ in range(50)),
+                    {"type": "text-end", "id": "t"},
+                    STOP,
+                ],
+            }
+        ]
+    )
+    with local_aws(slow) as aws:
+        run_id = begin(aws)
+        aws.wait_run(USER, run_id, lambda r: r.status == "running")
+        worker.abort_run(aws.services, USER, run_id)
+        assert aws.wait_execution(run_id) in ("ABORTED", "SUCCEEDED")
+        run = aws.services.store.get_run(USER, run_id)
+        assert run.status == "aborted" and run.cancel_reason == "user_cancelled"
+        message = final_message(aws, run_id)
+        assert message["status"] == "aborted" and "abort" in message["metadata"]
+
+
+class Crash(SimulatedCrash):
+    """Stands for the step's process dying: nothing in it catches this; Step Functions sees
+    `Lambda.Unknown` and retries."""
+
+    lambda_error_type = "Lambda.Unknown"
+
+
+class FaultyStore:
+    """The real store, with one crash injected right after (or before) a chosen write."""
+
+    def __init__(self, store: Any, point: str) -> None:
+        self._store = store
+        self.point = point
+        self.crashed = False
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._store, name)
+        if not callable(attribute):
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if not self.crashed and self.point == "model finished" and name == "claim_tool_call":
+                self._crash()
+            result = attribute(*args, **kwargs)
+            crash_after = {
+                "tool claimed": "claim_tool_call",
+                "tool done": "record_tool_outcome",
+                "step persisted": "save_step",
+            }
+            if not self.crashed and crash_after.get(self.point) == name:
+                self._crash()
+            return result
+
+        return call
+
+    def _crash(self) -> None:
+        self.crashed = True
+        raise Crash(f"process died at: {self.point}")
+
+
+def run_with_fault(point: str | None) -> tuple[dict[str, Any], int, list[str]]:
+    weather = Counted("weather", {"temperature": 18})
+    model = ScriptedModel.from_script([call_step("weather", '{"city":"Paris"}'), text_step("18 degrees.")])
+    if point in ("model finished", "tool claimed", "tool done"):
+        # The step dies before it is saved, so its retry calls the model again: the script answers
+        # that repeated call the same way. A step that died after being saved is not re-run, so the
+        # plain script must be enough (a re-run would take the text answer as step one).
+        model.steps = [model.steps[0], *model.steps]
+    with local_aws(model, tools=[weather.tool]) as aws:
+        if point is not None:
+            aws.services.store = FaultyStore(aws.services.store, point)  # type: ignore[assignment]
+        run_id = begin(aws)
+        assert aws.wait_execution(run_id, timeout=60) == "SUCCEEDED"
+        message = final_message(aws, run_id)
+        stream = replayed(aws, run_id)
+        assert stream is not None and stream["parts"] == message["parts"]  # the event log agrees with the snapshot
+        history = [e["type"] for e in aws.workflow.history(run_id)]
+        return message, weather.runs, history
+
+
+@pytest.mark.parametrize("point", ["model finished", "tool claimed", "tool done", "step persisted"])
+def test_a_step_killed_at_any_point_is_retried_to_the_same_message_without_rerunning_the_tool(point: str) -> None:
+    clean, clean_runs, _ = run_with_fault(None)
+    faulted, runs, history = run_with_fault(point)
+    assert "TaskFailed" in history  # the crash really happened and Step Functions retried
+    assert runs == clean_runs == 1
+    assert faulted["parts"] == clean["parts"]
+    assert faulted["content"] == clean["content"] == "18 degrees."
+
+
+def _billed(aws: LocalAws, run_id: str) -> tuple[int, int]:
+    """(state transitions, Lambda invocations) of a run's execution, from its history."""
+    history = aws.workflow.history(run_id)
+    transitions = sum(1 for e in history if e["type"].endswith("StateEntered"))
+    return transitions, sum(1 for e in history if e["type"] == "TaskScheduled")
+
+
+@pytest.mark.parametrize(
+    ("steps", "approval", "timeout", "counts"),
+    [
+        ([text_step("Hi.")], False, 3600, (1, 0, 0)),
+        ([call_step("delete_file", '{"path":"/x"}'), text_step("Done.")], False, 3600, (2, 0, 0)),
+        ([call_step("delete_file", '{"path":"/x"}'), text_step("Done.")], True, 1, (2, 1, 1)),
+    ],
+    ids=["text", "tool step", "expired approval"],
+)
+def test_transitions_and_invocations_follow_the_cost_formula(
+    steps: list[list[dict[str, Any]]], approval: bool, timeout: int, counts: tuple[int, int, int]
+) -> None:
+    """docs/architecture.md prices a run as T = 2S + A + E + 2 transitions, S + A + E + 1 invocations."""
+    s, a, e = counts
+    delete = Counted("delete_file", {"deleted": True})
+    policy = {"delete_file": "user-approval"} if approval else None
+    model = ScriptedModel.from_script(steps)
+    with local_aws(model, tools=[delete.tool], tool_approval=policy, approval_timeout_seconds=timeout) as aws:
+        run_id = begin(aws)
+        assert aws.wait_execution(run_id, timeout=60) == "SUCCEEDED"
+        assert len(model.calls) == s
+        assert _billed(aws, run_id) == (2 * s + a + e + 2, s + a + e + 1)

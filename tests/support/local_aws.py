@@ -1,0 +1,80 @@
+"""A whole Stepline backend on moto: tables and bucket from template.yaml, the real ASL, in-process handlers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from moto import mock_aws
+
+from stepline.aws.stepfunctions import StepFunctionsOrchestrator
+from stepline.llm.base import LanguageModel
+from stepline.local.workflow import LocalWorkflow, install_lambda_router
+from stepline.loop.tools import Tool
+from stepline.runtime.handlers import Handler, handlers
+from stepline.runtime.services import Services
+from stepline.store.records import RunRecord
+from tests.support.dynamo_store import make_dynamo_store
+
+MOTO_CONFIG: Any = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
+
+
+@dataclass
+class LocalAws:
+    services: Services
+    workflow: LocalWorkflow
+    routes: dict[str, Handler]
+
+    def wait_run(
+        self, user_id: str, run_id: str, until: Callable[[RunRecord], bool], timeout: float = 30.0
+    ) -> RunRecord:
+        deadline = time.monotonic() + timeout
+        while True:
+            run = self.services.store.get_run(user_id, run_id)
+            if until(run):
+                return run
+            if time.monotonic() > deadline:
+                raise AssertionError(f"run {run_id} stuck in {run.status}; execution {self.workflow.status(run_id)}")
+            time.sleep(0.02)
+
+    def wait_execution(self, run_id: str, timeout: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout
+        while (status := self.workflow.status(run_id)) == "RUNNING":
+            if time.monotonic() > deadline:
+                raise AssertionError(f"execution {run_id} still running")
+            time.sleep(0.02)
+        return status
+
+
+@contextmanager
+def local_aws(
+    model: LanguageModel,
+    *,
+    tools: list[Tool] | None = None,
+    approval_timeout_seconds: int = 3600,
+    wrap: Callable[[dict[str, Handler]], dict[str, Handler]] | None = None,
+    **service_options: Any,
+) -> Generator[LocalAws]:
+    with mock_aws(config=MOTO_CONFIG):
+        store, _ = make_dynamo_store()
+        workflow = LocalWorkflow()
+        orchestrator = StepFunctionsOrchestrator(
+            boto3.client("stepfunctions", region_name="us-east-1"),  # pyright: ignore[reportUnknownMemberType]
+            state_machine_arn=workflow.state_machine_arn,
+            approval_timeout_seconds=approval_timeout_seconds,
+        )
+        services = Services(
+            store=store,
+            model=model,
+            orchestrator=orchestrator,
+            tools=tools or [],
+            approval_timeout_ms=approval_timeout_seconds * 1000,
+            **service_options,
+        )
+        routes = handlers(lambda: services)
+        install_lambda_router(wrap(routes) if wrap else routes)
+        yield LocalAws(services, workflow, routes)
