@@ -41,9 +41,9 @@ class LocalAws:
                 raise AssertionError(f"run {run_id} stuck in {run.status}; execution {self.workflow.status(run_id)}")
             time.sleep(0.02)
 
-    def wait_execution(self, run_id: str, timeout: float = 30.0) -> str:
+    def wait_execution(self, run_id: str, timeout: float = 30.0, generation: int = 0) -> str:
         deadline = time.monotonic() + timeout
-        while (status := self.workflow.status(run_id)) == "RUNNING":
+        while (status := self.workflow.status(run_id, generation)) == "RUNNING":
             if time.monotonic() > deadline:
                 raise AssertionError(f"execution {run_id} still running")
             time.sleep(0.02)

@@ -6,11 +6,20 @@ import contextlib
 import json
 from typing import Any
 
-__all__ = ["StepFunctionsOrchestrator"]
+__all__ = ["StepFunctionsOrchestrator", "execution_name"]
 
 _ALREADY_DONE = ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken")
 """What SendTaskSuccess answers for a token already used or expired: AWS says TaskTimedOut or
 TaskDoesNotExist, moto says InvalidToken. All mean "already resumed or expired", never "retry"."""
+
+
+_MAX_GENERATIONS = 1000
+"""Far above any run: at 400 steps per execution this is 400,000 model steps."""
+
+
+def execution_name(run_id: str, generation: int = 0) -> str:
+    """The ASL's ContinueAsNew names generation n `{run_id}--g{n}` (States.Format)."""
+    return run_id if generation == 0 else f"{run_id}--g{generation}"
 
 
 class StepFunctionsOrchestrator:
@@ -21,19 +30,34 @@ class StepFunctionsOrchestrator:
         self._arn = state_machine_arn
         self._timeout = approval_timeout_seconds
 
-    def execution_arn(self, run_id: str) -> str:
-        return self._arn.replace(":stateMachine:", ":execution:") + f":{run_id}"
+    def execution_arn(self, run_id: str, generation: int = 0) -> str:
+        """The execution of a run's `generation` (0 first; the ASL continues long runs as new ones)."""
+        return self._arn.replace(":stateMachine:", ":execution:") + f":{execution_name(run_id, generation)}"
 
     def start_run(self, user_id: str, run_id: str) -> None:
-        payload = {"userId": user_id, "runId": run_id, "approvalTimeoutSeconds": self._timeout}
+        payload = {
+            "userId": user_id,
+            "runId": run_id,
+            "approvalTimeoutSeconds": self._timeout,
+            "generation": 0,
+            "firstStep": 0,
+        }
         # Same name and same input while RUNNING returns the running execution, and a name already
         # used raises ExecutionAlreadyExists: either way a duplicated start is harmless.
         with contextlib.suppress(self._client.exceptions.ExecutionAlreadyExists):
             self._client.start_execution(stateMachineArn=self._arn, name=run_id, input=json.dumps(payload))
 
     def stop_run(self, user_id: str, run_id: str) -> None:
-        with contextlib.suppress(self._client.exceptions.ExecutionDoesNotExist):
-            self._client.stop_execution(executionArn=self.execution_arn(run_id), cause="aborted by the user")
+        """Stop whichever generation of the run is running (at most one: each starts the next as it ends)."""
+        for generation in range(_MAX_GENERATIONS):
+            arn = self.execution_arn(run_id, generation)
+            try:
+                status = self._client.describe_execution(executionArn=arn)["status"]
+            except self._client.exceptions.ExecutionDoesNotExist:
+                return
+            if status == "RUNNING":
+                with contextlib.suppress(self._client.exceptions.ExecutionDoesNotExist):
+                    self._client.stop_execution(executionArn=arn, cause="aborted by the user")
 
     def resume(self, task_token: str) -> bool:
         try:

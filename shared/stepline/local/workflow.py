@@ -6,6 +6,12 @@ only echoes payloads, so **this is the one place that routes a Lambda invocation
 handler**: `install_lambda_router` replaces `LambdaSimpleBackend.invoke` with a dispatcher by
 function name. An exception in a handler is reported as an unhandled function error with its class
 name as `errorType`, exactly what Step Functions' `Retry`/`Catch` match on.
+
+`install_sfn_start_adapter` is the other moto adaptation: its optimized `states:startExecution`
+integration passes the ASL's parameter names (`StateMachineArn`, `Name`, `Input`, as AWS documents
+them) to boto3 unchanged, which wants `stateMachineArn`, `name`, `input`, and then cannot serialise
+the response's datetime. The adapter renames the parameters and returns what AWS returns
+(`ExecutionArn`, `StartDate`), so the ASL's ContinueAsNew state stays the one AWS runs.
 """
 
 from __future__ import annotations
@@ -18,9 +24,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from stepline.aws.stepfunctions import execution_name
 from stepline.protocol._json import loads_strict
 
-__all__ = ["ASL_PATH", "FUNCTIONS", "LocalWorkflow", "SimulatedCrash", "install_lambda_router"]
+__all__ = [
+    "ASL_PATH",
+    "FUNCTIONS",
+    "LocalWorkflow",
+    "SimulatedCrash",
+    "install_lambda_router",
+    "install_sfn_start_adapter",
+]
 
 ASL_PATH = Path(__file__).resolve().parents[3] / "infra" / "statemachine" / "agent_run.asl.json"
 FUNCTIONS = {
@@ -71,6 +85,36 @@ def install_lambda_router(routes: Mapping[str, Handler]) -> None:
     LambdaSimpleBackend.invoke = invoke  # type: ignore[method-assign]
 
 
+_SFN_PARAMETERS = {"StateMachineArn": "stateMachineArn", "Name": "name", "Input": "input"}
+
+
+def install_sfn_start_adapter() -> None:
+    """Make moto's `states:startExecution` task take AWS's parameter names (see the module docstring)."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_sfn
+
+    service = state_task_service_sfn.StateTaskServiceSfn
+    if getattr(service, "_stepline_adapted", False):
+        return
+    original: Callable[..., None] = getattr(service, "_eval_service_task")  # noqa: B009 - moto's private hook
+
+    def eval_service_task(
+        self: Any, env: Any, resource_runtime_part: Any, normalised_parameters: dict[str, Any], state_credentials: Any
+    ) -> None:
+        renamed = {_SFN_PARAMETERS.get(key, key): value for key, value in normalised_parameters.items()}
+        original(
+            self,
+            env=env,
+            resource_runtime_part=resource_runtime_part,
+            normalised_parameters=renamed,
+            state_credentials=state_credentials,
+        )
+        response = env.stack.pop()
+        env.stack.append({"ExecutionArn": response["executionArn"], "StartDate": response["startDate"].isoformat()})
+
+    service._eval_service_task = eval_service_task  # pyright: ignore[reportPrivateUsage]
+    service._stepline_adapted = True  # pyright: ignore[reportAttributeAccessIssue]
+
+
 class _SimulatedCrash(BaseException):
     """Base of test exceptions that stand for a dying process (they pass through `except Exception`)."""
 
@@ -103,6 +147,7 @@ class LocalWorkflow:
     def __init__(self, *, region: str = "us-east-1", name: str = "stepline-agent-run") -> None:
         import boto3
 
+        install_sfn_start_adapter()
         self.sfn = cast(Any, boto3.client("stepfunctions", region_name=region))  # pyright: ignore[reportUnknownMemberType]
         self._lambda = cast(Any, boto3.client("lambda", region_name=region))  # pyright: ignore[reportUnknownMemberType]
         self._iam = cast(Any, boto3.client("iam", region_name=region))  # pyright: ignore[reportUnknownMemberType]
@@ -126,15 +171,17 @@ class LocalWorkflow:
             name=name, definition=definition, roleArn=role["Role"]["Arn"], type="STANDARD"
         )["stateMachineArn"]
 
-    def execution_arn(self, run_id: str) -> str:
-        return self.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{run_id}"
+    def execution_arn(self, run_id: str, generation: int = 0) -> str:
+        return (
+            self.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{execution_name(run_id, generation)}"
+        )
 
-    def status(self, run_id: str) -> str:
-        return str(self.sfn.describe_execution(executionArn=self.execution_arn(run_id))["status"])
+    def status(self, run_id: str, generation: int = 0) -> str:
+        return str(self.sfn.describe_execution(executionArn=self.execution_arn(run_id, generation))["status"])
 
-    def history(self, run_id: str) -> list[dict[str, Any]]:
+    def history(self, run_id: str, generation: int = 0) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {"executionArn": self.execution_arn(run_id), "maxResults": 1000}
+        kwargs: dict[str, Any] = {"executionArn": self.execution_arn(run_id, generation), "maxResults": 1000}
         while True:
             page: dict[str, Any] = self.sfn.get_execution_history(**kwargs)
             events.extend(page["events"])

@@ -24,6 +24,9 @@ HANDLER_NAMES = (
 )
 
 
+_ONGOING = frozenset({"continue", "await-approval", "await-client"})
+
+
 class TransientModelError(Exception):
     """The model failed in a way worth retrying the whole step (the ASL retries this name)."""
 
@@ -32,9 +35,17 @@ def handlers(services: Callable[[], Services]) -> dict[str, Handler]:
     """The five worker handlers, by function name."""
 
     def model_step(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        result = worker.model_step(services(), event["userId"], event["runId"], invocation_id=context.aws_request_id)
+        current = services()
+        result = worker.model_step(current, event["userId"], event["runId"], invocation_id=context.aws_request_id)
         if result.get("next") == "failed" and result.get("retryable"):
             raise TransientModelError(str(result.get("error", {}).get("message", "model error")))
+        # After a new step, a run that has used this execution's share of the history goes on in a
+        # new execution (the ASL's ContinueAsNew), also before a wait: the next generation's first
+        # step sees the wait and waits there.
+        steps = result.get("steps")
+        first = int(event.get("firstStep") or 0)
+        if result["next"] in _ONGOING and steps is not None and steps - first >= current.steps_per_execution:
+            result["next"] = "continue-as-new"
         return result
 
     def await_input(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -53,6 +53,9 @@ class Services:
     instructions: str | None = None
     approval_timeout_ms: int = 24 * 3600 * 1000
     max_steps: int = 25
+    steps_per_execution: int = 400
+    """Model steps one execution runs before it continues as a new one (the 25,000-event history
+    limit: a step with a wait, an expiry and retries is under 40 events, so 400 leave room)."""
     max_retries: int = 2
     """Retries inside a step (safe boundary only); Step Functions retries the step after that."""
     approval_secret: bytes | None = None

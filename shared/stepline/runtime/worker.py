@@ -305,7 +305,7 @@ def _persist(services: Services, run: RunRecord, outcome: StepOutcome, recorder:
         _LOG.info("step %s of run %s was already saved", step.step_number, run.run_id)
     if outcome.kind == "await-approval":
         _request_approvals(services, run, state, snapshot)
-    return _reply(run, outcome.kind)
+    return _reply(run, outcome.kind, steps=step.step_number + 1)
 
 
 def _request_approvals(services: Services, run: RunRecord, state: LoopState, snapshot: Any) -> None:

@@ -7,6 +7,7 @@ that no tool body ran twice.
 from __future__ import annotations
 
 import itertools
+import time
 from collections import Counter
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from stepline.llm.scripted import ScriptedModel
 from stepline.local.workflow import SimulatedCrash
 from stepline.loop.tools import Tool
+from stepline.protocol._json import loads_strict
 from stepline.protocol.chunks import parse_chunk
 from stepline.protocol.reducer import reduce_ui_message_stream
 from stepline.runtime import worker
@@ -343,3 +345,73 @@ def test_transitions_and_invocations_follow_the_cost_formula(
         assert aws.wait_execution(run_id, timeout=60) == "SUCCEEDED"
         assert len(model.calls) == s
         assert _billed(aws, run_id) == (2 * s + a + e + 2, s + a + e + 1)
+
+
+def test_a_long_run_continues_as_new_executions_and_ends_as_one_message() -> None:
+    weather = Counted("weather", {"temperature": 18})
+    calls = [call_step("weather", f'{{"city":"C{i}"}}', call_id=f"c{i}") for i in range(4)]
+    model = ScriptedModel.from_script([*calls, text_step("All four.")])
+    with local_aws(model, tools=[weather.tool], steps_per_execution=2) as aws:
+        run_id = begin(aws)
+        # steps 1-2 in the first execution, 3-4 in the second, the answer in the third
+        assert aws.wait_execution(run_id) == "SUCCEEDED"
+        assert aws.wait_execution(run_id, generation=1) == "SUCCEEDED"
+        assert aws.wait_execution(run_id, generation=2) == "SUCCEEDED"
+        entered = [
+            e["stateEnteredEventDetails"]["name"] for e in aws.workflow.history(run_id) if e["type"].endswith("Entered")
+        ]
+        assert entered[-2:] == ["ContinueAsNew", "ContinuedAsNew"] and "FinalizeRun" not in entered
+        started = aws.workflow.history(run_id, generation=1)[0]["executionStartedEventDetails"]["input"]
+        assert loads_strict(started) == {
+            "userId": USER,
+            "runId": run_id,
+            "approvalTimeoutSeconds": 3600,
+            "generation": 1,
+            "firstStep": 2,
+            "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID": aws.workflow.execution_arn(run_id),
+        }
+        assert weather.runs == 4
+        message = final_message(aws, run_id)
+        assert [p["type"] for p in message["parts"]].count("tool-weather") == 4
+        assert message["content"] == "All four." and message["status"] == "completed"
+        stream = replayed(aws, run_id)
+        assert stream is not None and stream["parts"] == message["parts"]
+        model.assert_consumed()
+
+
+def test_abort_stops_whichever_generation_is_running() -> None:
+    model = ScriptedModel.from_script(
+        [call_step("delete_file", '{"path":"/a"}', call_id="a"), call_step("delete_file", '{"path":"/b"}')]
+    )
+    delete = Counted("delete_file", {"deleted": True})
+    options: dict[str, Any] = {"tool_approval": {"delete_file": "user-approval"}, "steps_per_execution": 1}
+    with local_aws(model, tools=[delete.tool], **options) as aws:
+        run_id = begin(aws)
+        # One step per execution: each step's approval wait happens in the next generation.
+        assert aws.wait_execution(run_id) == "SUCCEEDED"
+        first = _wait_for_token(aws, "a")
+        worker.decide(aws.services, USER, first, approved=True, reason=None)
+        assert aws.wait_execution(run_id, generation=1) == "SUCCEEDED"
+        _wait_for_token(aws, "c1")
+        assert aws.workflow.status(run_id, generation=2) == "RUNNING"
+        client = aws.services.orchestrator._client  # type: ignore[union-attr]  # pyright: ignore
+        stopped: list[str] = []
+        stop = client.stop_execution
+        client.stop_execution = lambda **kw: (stopped.append(kw["executionArn"]), stop(**kw))[1]
+        worker.abort_run(aws.services, USER, run_id)
+        # Only the running generation is stopped. (moto leaves an execution that waits on a task
+        # token RUNNING after StopExecution; AWS aborts it at once.)
+        assert stopped == [aws.workflow.execution_arn(run_id, generation=2)]
+        run = aws.services.store.get_run(USER, run_id)
+        assert run.status == "aborted" and run.cancel_reason == "user_cancelled" and delete.runs == 1
+
+
+def _wait_for_token(aws: LocalAws, tool_call_id: str) -> str:
+    """The approval id of `tool_call_id`, once AwaitInput has attached its task token."""
+    for _ in range(500):
+        for pending in aws.services.store.pending_approvals(USER):
+            approval = aws.services.store.get_approval(USER, pending.approval_id)
+            if approval.tool_call_id == tool_call_id and approval.task_token:
+                return approval.approval_id
+        time.sleep(0.02)
+    raise AssertionError(f"no task token for {tool_call_id}")

@@ -30,6 +30,7 @@ ASL = REPO / "infra" / "statemachine" / "agent_run.asl.json"
 SAMCONFIG = REPO / "infra" / "samconfig.toml"
 
 Template = dict[str, Any]
+STATE_MACHINE_NAME = "${AWS::StackName}-agent-run"
 
 WORKERS = {
     # logical id: (CodeUri, Timeout, MemorySize)
@@ -164,6 +165,11 @@ def test_state_machine_is_standard_with_exactly_the_six_substitutions(translated
     for name in WORKERS:
         assert properties["DefinitionSubstitutions"][f"{name}Arn"] == {"Fn::GetAtt": [name, "Arn"]}
     assert properties["TracingConfiguration"] == {"Enabled": True}
+    assert properties["StateMachineName"] == {"Fn::Sub": STATE_MACHINE_NAME}
+    # ContinueAsNew starts the run's next generation: the role may start executions of itself only.
+    statements = _statements(translated["Resources"]["AgentRunStateMachineRole"]["Properties"])
+    starts = [s for s in statements if "states:StartExecution" in _as_list(s["Action"])]
+    assert [_named(s["Resource"]) for s in starts] == [{"AgentRunStateMachine"}]
     (destination,) = properties["LoggingConfiguration"]["Destinations"]
     assert destination["CloudWatchLogsLogGroup"]["LogGroupArn"] == {"Fn::GetAtt": ["AgentRunLogGroup", "Arn"]}
     assert translated["Resources"]["AgentRunLogGroup"]["Properties"]["RetentionInDays"] > 0
@@ -473,6 +479,8 @@ def _named(resource: Any) -> set[str]:
             names.add(item["Ref"])
         elif "Fn::GetAtt" in item:
             names.add(item["Fn::GetAtt"][0])
+        elif item == {"Fn::Sub": STATE_MACHINE_NAME}:  # the state machine's fixed name: itself
+            names.add("AgentRunStateMachine")
         elif "Fn::Sub" in item:
             sub = item["Fn::Sub"]
             text, variables = (sub, {}) if isinstance(sub, str) else sub
