@@ -23,6 +23,7 @@ from ..runtime.handlers import Handler, handlers
 from ..runtime.services import Services
 from ..tools import load_toolset
 from .dynamodb import DynamoStore
+from .observability import instrument
 from .s3 import S3BlobStore
 from .stepfunctions import StepFunctionsOrchestrator
 
@@ -112,5 +113,5 @@ def services_from_env() -> Services:
 
 
 def worker_handler(function_name: str) -> Handler:
-    """The Lambda handler of one worker function (`functions/<name>/app.py`)."""
-    return handlers(services_from_env)[function_name]
+    """The Lambda handler of one worker function (`functions/<name>/app.py`), with Powertools."""
+    return instrument(function_name, handlers(services_from_env)[function_name])

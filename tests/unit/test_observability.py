@@ -1,0 +1,61 @@
+"""Powertools around a worker: structured logs and outcome metrics with ids only."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from stepline.aws.observability import instrument
+
+
+@dataclass
+class Context:
+    function_name: str = "stepline-model-step"
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:stepline-model-step"
+    aws_request_id: str = "req-1"
+
+
+def _lines(out: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+@pytest.fixture(autouse=True)
+def powertools_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Stepline")
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")  # no X-Ray daemon here
+
+
+def test_an_outcome_is_logged_and_counted_with_ids_only(capsys: pytest.CaptureFixture[str]) -> None:
+    def model_step(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return {"userId": event["userId"], "runId": event["runId"], "next": "continue", "steps": 1}
+
+    handler = instrument("stepline-model-step", model_step)
+    event = {"userId": "alice", "runId": "run-9", "note": "sk-secret-value"}
+    assert handler(event, Context())["next"] == "continue"
+    records = _lines(capsys.readouterr().out)
+    log = next(r for r in records if r.get("message") == "worker done")
+    assert (log["run_id"], log["function_request_id"], log["outcome"]) == ("run-9", "req-1", "continue")
+    emf = next(r for r in records if "_aws" in r)
+    (directive,) = emf["_aws"]["CloudWatchMetrics"]
+    assert directive["Namespace"] == "Stepline" and directive["Metrics"] == [{"Name": "ModelStep", "Unit": "Count"}]
+    assert emf["ModelStep"] == [1.0] and emf["outcome"] == "continue"
+    assert all("sk-secret-value" not in json.dumps(r) for r in records)  # the event is never logged
+
+
+def test_a_failure_is_counted_and_reraised_without_its_message(capsys: pytest.CaptureFixture[str]) -> None:
+    def fail_run(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        raise RuntimeError("the user's private text")
+
+    handler = instrument("stepline-fail-run", fail_run)
+    with pytest.raises(RuntimeError):
+        handler({"userId": "alice", "runId": "run-9"}, Context(function_name="stepline-fail-run"))
+    records = _lines(capsys.readouterr().out)
+    warning = next(r for r in records if r.get("message") == "worker failed")
+    assert warning["error_type"] == "RuntimeError" and warning["level"] == "WARNING"
+    emf = next(r for r in records if "_aws" in r)
+    assert emf["FailRun"] == [1.0] and emf["outcome"] == "error"
+    assert all("private text" not in json.dumps(r) for r in records)
