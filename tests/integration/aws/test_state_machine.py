@@ -131,7 +131,7 @@ def test_an_approval_decided_through_the_webhook_resumes_the_same_message(approv
         for _ in range(500):  # the token arrives with the AwaitInput task
             if aws.services.store.get_approval(USER, approval.approval_id).task_token:
                 break
-            __import__("time").sleep(0.02)
+            time.sleep(0.02)
         decided = worker.decide(
             aws.services, USER, approval.approval_id, approved=approved, reason=None if approved else "no"
         )
