@@ -33,7 +33,9 @@ def test_an_outcome_is_logged_and_counted_with_ids_only(capsys: pytest.CaptureFi
     def model_step(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return {"userId": event["userId"], "runId": event["runId"], "next": "continue", "steps": 1}
 
-    handler = instrument("stepline-model-step", model_step)
+    # Names no other test uses: Powertools keeps one logger per service name, bound to the stdout
+    # of the test that made it first.
+    handler = instrument("stepline-observed-step", model_step)
     event = {"userId": "alice", "runId": "run-9", "note": "sk-secret-value"}
     assert handler(event, Context())["next"] == "continue"
     records = _lines(capsys.readouterr().out)
@@ -41,8 +43,8 @@ def test_an_outcome_is_logged_and_counted_with_ids_only(capsys: pytest.CaptureFi
     assert (log["run_id"], log["function_request_id"], log["outcome"]) == ("run-9", "req-1", "continue")
     emf = next(r for r in records if "_aws" in r)
     (directive,) = emf["_aws"]["CloudWatchMetrics"]
-    assert directive["Namespace"] == "Stepline" and directive["Metrics"] == [{"Name": "ModelStep", "Unit": "Count"}]
-    assert emf["ModelStep"] == [1.0] and emf["outcome"] == "continue"
+    assert directive["Namespace"] == "Stepline" and directive["Metrics"] == [{"Name": "ObservedStep", "Unit": "Count"}]
+    assert emf["ObservedStep"] == [1.0] and emf["outcome"] == "continue"
     assert all("sk-secret-value" not in json.dumps(r) for r in records)  # the event is never logged
 
 
@@ -50,12 +52,12 @@ def test_a_failure_is_counted_and_reraised_without_its_message(capsys: pytest.Ca
     def fail_run(event: dict[str, Any], context: Any) -> dict[str, Any]:
         raise RuntimeError("the user's private text")
 
-    handler = instrument("stepline-fail-run", fail_run)
+    handler = instrument("stepline-observed-failure", fail_run)
     with pytest.raises(RuntimeError):
-        handler({"userId": "alice", "runId": "run-9"}, Context(function_name="stepline-fail-run"))
+        handler({"userId": "alice", "runId": "run-9"}, Context(function_name="stepline-observed-failure"))
     records = _lines(capsys.readouterr().out)
     warning = next(r for r in records if r.get("message") == "worker failed")
     assert warning["error_type"] == "RuntimeError" and warning["level"] == "WARNING"
     emf = next(r for r in records if "_aws" in r)
-    assert emf["FailRun"] == [1.0] and emf["outcome"] == "error"
+    assert emf["ObservedFailure"] == [1.0] and emf["outcome"] == "error"
     assert all("private text" not in json.dumps(r) for r in records)
