@@ -47,6 +47,7 @@ class Settings(BaseModel):
     state_machine_arn: str | None = Field(alias="STEPLINE_STATE_MACHINE_ARN", default=None)
     approval_timeout_seconds: int = Field(alias="STEPLINE_APPROVAL_TIMEOUT_SECONDS", default=86400, ge=1)
     max_steps: int = Field(alias="STEPLINE_MAX_STEPS", default=25, ge=1, le=1000)
+    event_retention_days: int = Field(alias="STEPLINE_EVENT_RETENTION_DAYS", default=7, ge=1)
     openai_key_parameter: str | None = Field(alias="STEPLINE_OPENAI_KEY_PARAMETER", default=None)
     anthropic_key_parameter: str | None = Field(alias="STEPLINE_ANTHROPIC_KEY_PARAMETER", default=None)
 
@@ -81,6 +82,7 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
         agent_table=settings.agent_table,
         events_table=settings.events_table,
         blobs=S3BlobStore(settings.bucket, client=client("s3")),
+        delta_retention_ms=settings.event_retention_days * 24 * 3600 * 1000,
     )
     provider = settings.model.partition(":")[0]
     parameter = {"openai": settings.openai_key_parameter, "anthropic": settings.anthropic_key_parameter}.get(provider)

@@ -11,8 +11,8 @@ from botocore.stub import Stubber
 from stepline.aws.stepfunctions import StepFunctionsOrchestrator
 from stepline.llm.scripted import ScriptedModel
 from stepline.runtime import worker
-from tests.integration.aws.test_state_machine import USER, Counted, begin, call_step, text_step
 from tests.support.local_aws import local_aws
+from tests.support.runs import USER, Counted, begin, call_step, text_step
 
 
 def test_a_used_token_resumes_nothing_and_a_duplicated_start_is_one_execution() -> None:

@@ -25,6 +25,7 @@ ENV = {
     "STEPLINE_MODEL": "openai:gpt-5.1",
     "STEPLINE_TOOLS": "stepline.tools.demo",
     "STEPLINE_APPROVAL_TIMEOUT_SECONDS": "600",
+    "STEPLINE_EVENT_RETENTION_DAYS": "3",
     "STEPLINE_OPENAI_KEY_PARAMETER": "/stepline/test/openai-api-key",
     "STEPLINE_ANTHROPIC_KEY_PARAMETER": "",  # CloudFormation sets unused parameters to ""
     "UNRELATED": "ignored",
@@ -57,6 +58,7 @@ def test_services_read_the_key_from_ssm_and_use_the_tables() -> None:
         assert {t.name for t in services.tools} == {"get_weather", "delete_file"}
         assert services.tool_approval == {"delete_file": "user-approval"}
         assert services.approval_timeout_ms == 600_000 and services.orchestrator is None
+        assert services.store._retention == 3 * 24 * 3600 * 1000  # pyright: ignore[reportPrivateUsage]
         with pytest.raises(NotFound):  # the real tables answer
             services.store.get_conversation("u1", "missing")
 

@@ -24,6 +24,8 @@ from samtranslator.translator.managed_policy_translator import ManagedPolicyLoad
 from samtranslator.translator.transform import transform
 from samtranslator.yaml_helper import intrinsics_multi_constructor
 
+from stepline.aws.wiring import Settings
+
 REPO = Path(__file__).resolve().parents[3]
 TEMPLATE = REPO / "template.yaml"
 ASL = REPO / "infra" / "statemachine" / "agent_run.asl.json"
@@ -218,12 +220,15 @@ def test_function_environment(translated: Template) -> None:
         "STEPLINE_MODEL": {"Ref": "ModelId"},
         "STEPLINE_TOOLS": {"Ref": "ToolsModule"},
         "STEPLINE_APPROVAL_TIMEOUT_SECONDS": {"Ref": "ApprovalTimeoutSeconds"},
+        "STEPLINE_EVENT_RETENTION_DAYS": {"Ref": "EventRetentionDays"},
         "LOG_LEVEL": {"Ref": "LogLevel"},
     }
     services = set()
+    read = {field.alias for field in Settings.model_fields.values()}
     for name in FUNCTIONS:
         variables = translated["Resources"][name]["Properties"]["Environment"]["Variables"]
         assert common.items() <= variables.items(), name
+        assert {v for v in variables if v.startswith("STEPLINE_")} <= read, name  # no dead configuration
         assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "Stepline"
         services.add(variables["POWERTOOLS_SERVICE_NAME"])
         assert ("STEPLINE_STATE_MACHINE_ARN" in variables) == (name in API_FUNCTIONS), name

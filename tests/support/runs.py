@@ -1,0 +1,75 @@
+"""Runs on the local AWS: scripted model steps, counted tools, starting a turn, reading the result."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from stepline.loop.tools import Tool
+from stepline.protocol.chunks import parse_chunk
+from stepline.protocol.reducer import reduce_ui_message_stream
+from stepline.runtime import worker
+from stepline.store.replay import chunks_of
+from tests.support.local_aws import LocalAws
+
+USER = "alice"
+STOP = {
+    "type": "finish",
+    "finishReason": {"unified": "stop", "raw": "stop"},
+    "usage": {"inputTokens": {"total": 5}, "outputTokens": {"total": 2}},
+}
+TOOLS_FINISH = {
+    "type": "finish",
+    "finishReason": {"unified": "tool-calls", "raw": "tool_use"},
+    "usage": {"inputTokens": {"total": 5}, "outputTokens": {"total": 2}},
+}
+ids = itertools.count(1)
+
+
+def text_step(text: str) -> list[dict[str, Any]]:
+    return [
+        {"type": "text-start", "id": "t"},
+        {"type": "text-delta", "id": "t", "delta": text},
+        {"type": "text-end", "id": "t"},
+        STOP,
+    ]
+
+
+def call_step(tool: str, input_text: str, call_id: str = "c1") -> list[dict[str, Any]]:
+    return [{"type": "tool-call", "toolCallId": call_id, "toolName": tool, "input": input_text}, TOOLS_FINISH]
+
+
+class Counted:
+    """A tool whose executions are counted (the body must never run twice)."""
+
+    def __init__(self, name: str, output: Any) -> None:
+        self.runs = 0
+        self.tool = Tool(name=name, input_schema={"type": "object"}, execute=self._run)
+        self._output = output
+
+    async def _run(self, _: Any) -> Any:
+        self.runs += 1
+        return self._output
+
+
+def begin(aws: LocalAws, text: str = "hello") -> str:
+    run_id = f"run-{next(ids)}"
+    worker.begin_turn(
+        aws.services,
+        USER,
+        conversation_id=f"c-{run_id}",
+        run_id=run_id,
+        assistant_message_id=f"a-{run_id}",
+        user_message={"id": f"u-{run_id}", "role": "user", "parts": [{"type": "text", "text": text}]},
+    )
+    return run_id
+
+
+def final_message(aws: LocalAws, run_id: str) -> dict[str, Any]:
+    run = aws.services.store.get_run(USER, run_id)
+    return aws.services.store.get_message(USER, run.conversation_id, run.assistant_message_id).model_dump()
+
+
+def replayed(aws: LocalAws, run_id: str) -> dict[str, Any] | None:
+    events = aws.services.store.events_after(USER, run_id, 0, now=aws.services.clock())
+    return reduce_ui_message_stream([parse_chunk(c) for c in chunks_of(events)]).message
