@@ -158,7 +158,7 @@ def test_cfn_lint_is_clean() -> None:
 # -- (b) the SAM transform -------------------------------------------------------------------------
 
 
-def test_state_machine_is_standard_with_exactly_the_six_substitutions(translated: Template) -> None:
+def test_state_machine_is_standard_with_exactly_its_substitutions(translated: Template) -> None:
     machine = translated["Resources"]["AgentRunStateMachine"]
     assert machine["Type"] == "AWS::StepFunctions::StateMachine"
     properties = machine["Properties"]
@@ -174,7 +174,6 @@ def test_state_machine_is_standard_with_exactly_the_six_substitutions(translated
     assert [_named(s["Resource"]) for s in starts] == [{"AgentRunStateMachine"}]
     (destination,) = properties["LoggingConfiguration"]["Destinations"]
     assert destination["CloudWatchLogsLogGroup"]["LogGroupArn"] == {"Fn::GetAtt": ["AgentRunLogGroup", "Arn"]}
-    assert translated["Resources"]["AgentRunLogGroup"]["Properties"]["RetentionInDays"] > 0
 
 
 def test_state_machine_may_invoke_exactly_the_five_workers(translated: Template) -> None:
@@ -506,3 +505,11 @@ def _integrations(translated: Template) -> dict[tuple[str, str], dict[str, Any]]
         for path, operations in paths.items()
         for method, operation in operations.items()
     }
+
+
+def test_every_log_group_has_a_retention(translated: Template) -> None:
+    groups = _resources(translated, "AWS::Logs::LogGroup")
+    assert all(g["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"} for g in groups.values())
+    for name in FUNCTIONS:
+        config = translated["Resources"][name]["Properties"]["LoggingConfig"]
+        assert config["LogGroup"]["Ref"] in groups, name
