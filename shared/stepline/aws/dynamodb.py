@@ -15,32 +15,28 @@ from __future__ import annotations
 import base64
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar, cast
-
-from pydantic import JsonValue
 
 from ..protocol._json import dumps, loads_strict
 from ..store import operations as ops
 from ..store.errors import ConcurrentUpdate, Conflict, NotFound, StoreError
-from ..store.ports import ClaimResult, DecisionResult, FinishRun, Page, SnapshotUpdate, TurnStart, TurnStarted
+from ..store.ports import Page
 from ..store.records import (
     TERMINAL,
     ApprovalRecord,
     ArtifactRecord,
-    CheckpointReason,
     CheckpointRecord,
     ConversationRecord,
     EventRecord,
     MessageRecord,
-    NewEvent,
     RunRecord,
-    RunStatus,
     StepRecordRow,
     ToolCallRecord,
 )
 from ..store.redacting_unit import RedactingUnit
 from ..store.redaction import ReasoningPolicy, Redactor
+from ..store.transactional import TransactionalStore
 from ..store.unit import Record
 
 __all__ = ["DynamoStore"]
@@ -263,7 +259,7 @@ class _DynamoUnit:
         self._store.transact(actions)
 
 
-class DynamoStore:
+class DynamoStore(TransactionalStore):
     """The store on two DynamoDB tables (and a blob store for large payloads).
 
     Example:
@@ -291,7 +287,7 @@ class DynamoStore:
         self.events_table = events_table
         self._blobs = blobs
         self._threshold = offload_threshold
-        self._retention = delta_retention_ms
+        self.delta_retention_ms = delta_retention_ms
         self._sleep = sleep
 
     # -- encoding ----------------------------------------------------------------------------------
@@ -400,9 +396,6 @@ class DynamoStore:
 
     # -- the port: conversations and messages ------------------------------------------------------
 
-    def start_turn(self, user_id: str, turn: TurnStart) -> TurnStarted:
-        return self._do(lambda u: ops.start_turn(u, user_id, turn))
-
     def get_conversation(self, user_id: str, conversation_id: str) -> ConversationRecord:
         return self._get(
             lambda u: u.conversation(user_id, conversation_id), f"conversation {conversation_id} not found"
@@ -477,43 +470,6 @@ class DynamoStore:
     def get_run(self, user_id: str, run_id: str) -> RunRecord:
         return self._get(lambda u: u.run(user_id, run_id), f"run {run_id} not found")
 
-    def mark_running(self, user_id: str, run_id: str, *, now: int) -> RunRecord:
-        return self._do(lambda u: ops.mark_running(u, user_id, run_id, now=now))
-
-    def heartbeat(self, user_id: str, run_id: str, *, now: int) -> None:
-        self._do(lambda u: ops.heartbeat(u, user_id, run_id, now=now))
-
-    def save_snapshot(self, user_id: str, run_id: str, snapshot: SnapshotUpdate, *, now: int) -> None:
-        self._do(lambda u: ops.save_snapshot(u, user_id, run_id, snapshot, now=now))
-
-    def save_step(
-        self,
-        user_id: str,
-        run_id: str,
-        *,
-        step: StepRecordRow,
-        tool_calls: Sequence[ToolCallRecord],
-        snapshot: SnapshotUpdate,
-        checkpoint_state: dict[str, Any],
-        reason: CheckpointReason = "step_end",
-        now: int,
-        run_status: RunStatus | None = None,
-    ) -> CheckpointRecord:
-        return self._do(
-            lambda u: ops.save_step(
-                u,
-                user_id,
-                run_id,
-                step=step,
-                tool_calls=tool_calls,
-                snapshot=snapshot,
-                checkpoint_state=checkpoint_state,
-                reason=reason,
-                now=now,
-                run_status=run_status,
-            )
-        )
-
     def latest_checkpoint(self, user_id: str, run_id: str) -> CheckpointRecord | None:
         run = self.get_run(user_id, run_id)
         if run.checkpoint_seq == 0:
@@ -521,60 +477,10 @@ class DynamoStore:
         key = {"pk": _s(f"U#{user_id}#R#{run_id}"), "sk": _s(f"K#{run.checkpoint_seq:06d}")}
         return self._get(lambda u: u.get_item(key), "checkpoint not found")
 
-    def finish_run(self, user_id: str, run_id: str, finish: FinishRun) -> RunRecord:
-        return self._do(lambda u: ops.finish_run(u, user_id, run_id, finish, retention=self._retention))
-
     # -- approvals -------------------------------------------------------------------------------------
-
-    def request_approval(
-        self,
-        user_id: str,
-        run_id: str,
-        *,
-        approvals: Sequence[ApprovalRecord],
-        tool_calls: Sequence[ToolCallRecord],
-        snapshot: SnapshotUpdate,
-        checkpoint_state: dict[str, Any],
-        event: NewEvent | None,
-        now: int,
-    ) -> CheckpointRecord:
-        return self._do(
-            lambda u: ops.request_approval(
-                u,
-                user_id,
-                run_id,
-                approvals=approvals,
-                tool_calls=tool_calls,
-                snapshot=snapshot,
-                checkpoint_state=checkpoint_state,
-                event=event,
-                now=now,
-                retention=self._retention,
-            )
-        )
-
-    def attach_task_token(self, user_id: str, approval_id: str, task_token: str) -> ApprovalRecord:
-        return self._do(lambda u: ops.attach_task_token(u, user_id, approval_id, task_token))
 
     def get_approval(self, user_id: str, approval_id: str) -> ApprovalRecord:
         return self._get(lambda u: u.approval(user_id, approval_id), f"approval {approval_id} not found")
-
-    def decide_approval(
-        self, user_id: str, approval_id: str, *, approved: bool, reason: str | None, now: int
-    ) -> DecisionResult:
-        result, gone = self._do(
-            lambda u: ops.decide_approval(u, user_id, approval_id, approved=approved, reason=reason, now=now)
-        )
-        if gone is not None:
-            raise gone
-        assert result is not None
-        return result
-
-    def settle_approval(self, user_id: str, approval_id: str, *, now: int) -> ApprovalRecord:
-        return self._do(lambda u: ops.settle_approval(u, user_id, approval_id, now=now))
-
-    def expire_approval(self, user_id: str, approval_id: str, *, now: int) -> ApprovalRecord:
-        return self._do(lambda u: ops.expire_approval(u, user_id, approval_id, now=now))
 
     def pending_approvals(self, user_id: str) -> list[ApprovalRecord]:
         items = self._index("GSI1", "gsi1pk", f"U#{user_id}#PENDING").get("Items", [])
@@ -582,86 +488,11 @@ class DynamoStore:
 
     # -- tool calls ------------------------------------------------------------------------------------
 
-    def claim_tool_call(
-        self,
-        user_id: str,
-        run_id: str,
-        tool_call_id: str,
-        *,
-        tool_name: str,
-        input: JsonValue,
-        step_index: int,
-        claim_token: str,
-        now: int,
-    ) -> ClaimResult:
-        return self._do(
-            lambda u: ops.claim_tool_call(
-                u,
-                user_id,
-                run_id,
-                tool_call_id,
-                tool_name=tool_name,
-                input=input,
-                step_index=step_index,
-                claim_token=claim_token,
-                now=now,
-            )
-        )
-
-    def record_tool_outcome(
-        self,
-        user_id: str,
-        run_id: str,
-        tool_call_id: str,
-        *,
-        claim_token: str,
-        output: JsonValue = None,
-        error: dict[str, JsonValue] | None = None,
-        now: int,
-    ) -> ToolCallRecord:
-        return self._do(
-            lambda u: ops.record_tool_outcome(
-                u, user_id, run_id, tool_call_id, claim_token=claim_token, output=output, error=error, now=now
-            )
-        )
-
-    def start_tool_call(
-        self, user_id: str, run_id: str, tool_call_id: str, *, claim_token: str, now: int
-    ) -> ToolCallRecord:
-        return self._do(
-            lambda u: ops.start_tool_call(u, user_id, run_id, tool_call_id, claim_token=claim_token, now=now)
-        )
-
-    def answer_tool_call(
-        self,
-        user_id: str,
-        run_id: str,
-        tool_call_id: str,
-        *,
-        output: JsonValue = None,
-        error: dict[str, JsonValue] | None = None,
-        now: int,
-    ) -> ToolCallRecord:
-        return self._do(
-            lambda u: ops.answer_tool_call(u, user_id, run_id, tool_call_id, output=output, error=error, now=now)
-        )
-
-    def save_checkpoint(
-        self, user_id: str, run_id: str, *, state: dict[str, Any], reason: CheckpointReason, now: int
-    ) -> CheckpointRecord:
-        return self._do(lambda u: ops.save_checkpoint(u, user_id, run_id, state=state, reason=reason, now=now))
-
-    def attach_run_token(self, user_id: str, run_id: str, task_token: str) -> RunRecord:
-        return self._do(lambda u: ops.attach_run_token(u, user_id, run_id, task_token))
-
     def list_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
         self.get_run(user_id, run_id)
         return sorted(_DynamoUnit(self).run_tool_calls(user_id, run_id), key=lambda c: (c.step_index, c.tool_call_id))
 
     # -- events ----------------------------------------------------------------------------------------
-
-    def append_events(self, user_id: str, run_id: str, events: Sequence[NewEvent], *, now: int) -> list[EventRecord]:
-        return self._do(lambda u: ops.append_events(u, user_id, run_id, events, now=now, retention=self._retention))
 
     def events_after(
         self, user_id: str, run_id: str, after_seq: int, *, limit: int | None = None, now: int

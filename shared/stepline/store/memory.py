@@ -8,30 +8,26 @@ refused operation leaves nothing half-written.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar, cast
-
-from pydantic import JsonValue
 
 from . import operations as ops
 from .errors import Conflict, NotFound
-from .ports import ClaimResult, DecisionResult, FinishRun, Page, SnapshotUpdate, TurnStart, TurnStarted
+from .ports import Page
 from .records import (
     ApprovalRecord,
     ArtifactRecord,
-    CheckpointReason,
     CheckpointRecord,
     ConversationRecord,
     EventRecord,
     MessageRecord,
-    NewEvent,
     RunRecord,
-    RunStatus,
     StepRecordRow,
     ToolCallRecord,
 )
 from .redacting_unit import RedactingUnit
 from .redaction import ReasoningPolicy, Redactor
+from .transactional import TransactionalStore
 from .unit import Record, record_key
 
 __all__ = ["MemoryStore"]
@@ -111,7 +107,7 @@ class _MemoryUnit:
             self._items.get(partition, {}).pop(key, None)
 
 
-class MemoryStore:
+class MemoryStore(TransactionalStore):
     """The store in process memory (one lock; copies in and out)."""
 
     def __init__(
@@ -124,7 +120,7 @@ class MemoryStore:
         self._redactor = redactor or Redactor()
         self._reasoning: ReasoningPolicy = reasoning
         self._lock = threading.RLock()
-        self._retention = delta_retention_ms
+        self.delta_retention_ms = delta_retention_ms
         self.items: dict[Partition, dict[Any, Record]] = {}
 
     def _do(self, operation: Callable[[_MemoryUnit], T]) -> T:
@@ -139,9 +135,6 @@ class MemoryStore:
             return [r.model_copy(deep=True) for r in self.items.get(partition, {}).values()]
 
     # -- conversations and messages ------------------------------------------------------------
-
-    def start_turn(self, user_id: str, turn: TurnStart) -> TurnStarted:
-        return self._do(lambda u: ops.start_turn(u, user_id, turn))
 
     def get_conversation(self, user_id: str, conversation_id: str) -> ConversationRecord:
         found = self._do(lambda u: u.conversation(user_id, conversation_id))
@@ -189,82 +182,12 @@ class MemoryStore:
             raise NotFound(f"run {run_id} not found")
         return found
 
-    def mark_running(self, user_id: str, run_id: str, *, now: int) -> RunRecord:
-        return self._do(lambda u: ops.mark_running(u, user_id, run_id, now=now))
-
-    def heartbeat(self, user_id: str, run_id: str, *, now: int) -> None:
-        self._do(lambda u: ops.heartbeat(u, user_id, run_id, now=now))
-
-    def save_snapshot(self, user_id: str, run_id: str, snapshot: SnapshotUpdate, *, now: int) -> None:
-        self._do(lambda u: ops.save_snapshot(u, user_id, run_id, snapshot, now=now))
-
-    def save_step(
-        self,
-        user_id: str,
-        run_id: str,
-        *,
-        step: StepRecordRow,
-        tool_calls: Sequence[ToolCallRecord],
-        snapshot: SnapshotUpdate,
-        checkpoint_state: dict[str, Any],
-        reason: CheckpointReason = "step_end",
-        now: int,
-        run_status: RunStatus | None = None,
-    ) -> CheckpointRecord:
-        return self._do(
-            lambda u: ops.save_step(
-                u,
-                user_id,
-                run_id,
-                step=step,
-                tool_calls=tool_calls,
-                snapshot=snapshot,
-                checkpoint_state=checkpoint_state,
-                reason=reason,
-                now=now,
-                run_status=run_status,
-            )
-        )
-
     def latest_checkpoint(self, user_id: str, run_id: str) -> CheckpointRecord | None:
         self.get_run(user_id, run_id)
         checkpoints = sorted(self._read(("ckpt", user_id, run_id)), key=lambda c: c.seq)
         return checkpoints[-1] if checkpoints else None
 
-    def finish_run(self, user_id: str, run_id: str, finish: FinishRun) -> RunRecord:
-        return self._do(lambda u: ops.finish_run(u, user_id, run_id, finish, retention=self._retention))
-
     # -- approvals ----------------------------------------------------------------------------------
-
-    def request_approval(
-        self,
-        user_id: str,
-        run_id: str,
-        *,
-        approvals: Sequence[ApprovalRecord],
-        tool_calls: Sequence[ToolCallRecord],
-        snapshot: SnapshotUpdate,
-        checkpoint_state: dict[str, Any],
-        event: NewEvent | None,
-        now: int,
-    ) -> CheckpointRecord:
-        return self._do(
-            lambda u: ops.request_approval(
-                u,
-                user_id,
-                run_id,
-                approvals=approvals,
-                tool_calls=tool_calls,
-                snapshot=snapshot,
-                checkpoint_state=checkpoint_state,
-                event=event,
-                now=now,
-                retention=self._retention,
-            )
-        )
-
-    def attach_task_token(self, user_id: str, approval_id: str, task_token: str) -> ApprovalRecord:
-        return self._do(lambda u: ops.attach_task_token(u, user_id, approval_id, task_token))
 
     def get_approval(self, user_id: str, approval_id: str) -> ApprovalRecord:
         found = self._do(lambda u: u.approval(user_id, approval_id))
@@ -272,109 +195,17 @@ class MemoryStore:
             raise NotFound(f"approval {approval_id} not found")
         return found
 
-    def decide_approval(
-        self, user_id: str, approval_id: str, *, approved: bool, reason: str | None, now: int
-    ) -> DecisionResult:
-        result, gone = self._do(
-            lambda u: ops.decide_approval(u, user_id, approval_id, approved=approved, reason=reason, now=now)
-        )
-        if gone is not None:
-            raise gone
-        assert result is not None
-        return result
-
-    def settle_approval(self, user_id: str, approval_id: str, *, now: int) -> ApprovalRecord:
-        return self._do(lambda u: ops.settle_approval(u, user_id, approval_id, now=now))
-
-    def expire_approval(self, user_id: str, approval_id: str, *, now: int) -> ApprovalRecord:
-        return self._do(lambda u: ops.expire_approval(u, user_id, approval_id, now=now))
-
     def pending_approvals(self, user_id: str) -> list[ApprovalRecord]:
         pending = [a for a in self._read(("approval", user_id)) if a.status == "requested"]
         return sorted(pending, key=lambda a: (a.expires_at or 0, a.approval_id))
 
     # -- tool calls -------------------------------------------------------------------------------
 
-    def claim_tool_call(
-        self,
-        user_id: str,
-        run_id: str,
-        tool_call_id: str,
-        *,
-        tool_name: str,
-        input: JsonValue,
-        step_index: int,
-        claim_token: str,
-        now: int,
-    ) -> ClaimResult:
-        return self._do(
-            lambda u: ops.claim_tool_call(
-                u,
-                user_id,
-                run_id,
-                tool_call_id,
-                tool_name=tool_name,
-                input=input,
-                step_index=step_index,
-                claim_token=claim_token,
-                now=now,
-            )
-        )
-
-    def record_tool_outcome(
-        self,
-        user_id: str,
-        run_id: str,
-        tool_call_id: str,
-        *,
-        claim_token: str,
-        output: JsonValue = None,
-        error: dict[str, JsonValue] | None = None,
-        now: int,
-    ) -> ToolCallRecord:
-        return self._do(
-            lambda u: ops.record_tool_outcome(
-                u, user_id, run_id, tool_call_id, claim_token=claim_token, output=output, error=error, now=now
-            )
-        )
-
-    def start_tool_call(
-        self, user_id: str, run_id: str, tool_call_id: str, *, claim_token: str, now: int
-    ) -> ToolCallRecord:
-        return self._do(
-            lambda u: ops.start_tool_call(u, user_id, run_id, tool_call_id, claim_token=claim_token, now=now)
-        )
-
-    def answer_tool_call(
-        self,
-        user_id: str,
-        run_id: str,
-        tool_call_id: str,
-        *,
-        output: JsonValue = None,
-        error: dict[str, JsonValue] | None = None,
-        now: int,
-    ) -> ToolCallRecord:
-        return self._do(
-            lambda u: ops.answer_tool_call(u, user_id, run_id, tool_call_id, output=output, error=error, now=now)
-        )
-
-    def save_checkpoint(
-        self, user_id: str, run_id: str, *, state: dict[str, Any], reason: CheckpointReason, now: int
-    ) -> CheckpointRecord:
-        return self._do(lambda u: ops.save_checkpoint(u, user_id, run_id, state=state, reason=reason, now=now))
-
-    def attach_run_token(self, user_id: str, run_id: str, task_token: str) -> RunRecord:
-        return self._do(lambda u: ops.attach_run_token(u, user_id, run_id, task_token))
-
     def list_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
         self.get_run(user_id, run_id)
         return sorted(self._read(("tool", user_id, run_id)), key=lambda c: (c.step_index, c.tool_call_id))
 
     # -- events -------------------------------------------------------------------------------------
-
-    def append_events(self, user_id: str, run_id: str, events: Sequence[NewEvent], *, now: int) -> list[EventRecord]:
-        return self._do(lambda u: ops.append_events(u, user_id, run_id, events, now=now, retention=self._retention))
 
     def events_after(
         self, user_id: str, run_id: str, after_seq: int, *, limit: int | None = None, now: int

@@ -58,7 +58,7 @@ def test_services_read_the_key_from_ssm_and_use_the_tables() -> None:
         assert {t.name for t in services.tools} == {"get_weather", "delete_file"}
         assert services.tool_approval == {"delete_file": "user-approval"}
         assert services.approval_timeout_ms == 600_000 and services.orchestrator is None
-        assert services.store._retention == 3 * 24 * 3600 * 1000  # pyright: ignore[reportPrivateUsage]
+        assert services.store.delta_retention_ms == 3 * 24 * 3600 * 1000
         with pytest.raises(NotFound):  # the real tables answer
             services.store.get_conversation("u1", "missing")
 

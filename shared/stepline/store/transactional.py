@@ -1,0 +1,210 @@
+"""The write operations every store backend shares.
+
+Each is one `operations` function run in a unit of work. A backend supplies `_do` (how a unit is
+opened, redacted and committed) and its reads.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from pydantic import JsonValue
+
+from . import operations as ops
+from .ports import ClaimResult, DecisionResult, FinishRun, SnapshotUpdate, TurnStart, TurnStarted
+from .records import (
+    ApprovalRecord,
+    CheckpointReason,
+    CheckpointRecord,
+    EventRecord,
+    NewEvent,
+    RunRecord,
+    RunStatus,
+    StepRecordRow,
+    ToolCallRecord,
+)
+from .unit import Unit
+
+__all__ = ["TransactionalStore"]
+
+T = TypeVar("T")
+
+
+class TransactionalStore(ABC):
+    """The store's writes, each atomic through the backend's `_do`."""
+
+    delta_retention_ms: int
+    """How long delta-batch events are kept after their run ends (their TTL)."""
+
+    @abstractmethod
+    def _do(self, operation: Callable[[Unit], T]) -> T:
+        """Run `operation` on a fresh unit of work and commit it (retrying on contention if the backend does)."""
+
+    def start_turn(self, user_id: str, turn: TurnStart) -> TurnStarted:
+        return self._do(lambda u: ops.start_turn(u, user_id, turn))
+
+    def mark_running(self, user_id: str, run_id: str, *, now: int) -> RunRecord:
+        return self._do(lambda u: ops.mark_running(u, user_id, run_id, now=now))
+
+    def heartbeat(self, user_id: str, run_id: str, *, now: int) -> None:
+        self._do(lambda u: ops.heartbeat(u, user_id, run_id, now=now))
+
+    def save_snapshot(self, user_id: str, run_id: str, snapshot: SnapshotUpdate, *, now: int) -> None:
+        self._do(lambda u: ops.save_snapshot(u, user_id, run_id, snapshot, now=now))
+
+    def save_step(
+        self,
+        user_id: str,
+        run_id: str,
+        *,
+        step: StepRecordRow,
+        tool_calls: Sequence[ToolCallRecord],
+        snapshot: SnapshotUpdate,
+        checkpoint_state: dict[str, Any],
+        reason: CheckpointReason = "step_end",
+        now: int,
+        run_status: RunStatus | None = None,
+    ) -> CheckpointRecord:
+        return self._do(
+            lambda u: ops.save_step(
+                u,
+                user_id,
+                run_id,
+                step=step,
+                tool_calls=tool_calls,
+                snapshot=snapshot,
+                checkpoint_state=checkpoint_state,
+                reason=reason,
+                now=now,
+                run_status=run_status,
+            )
+        )
+
+    def finish_run(self, user_id: str, run_id: str, finish: FinishRun) -> RunRecord:
+        return self._do(lambda u: ops.finish_run(u, user_id, run_id, finish, retention=self.delta_retention_ms))
+
+    def request_approval(
+        self,
+        user_id: str,
+        run_id: str,
+        *,
+        approvals: Sequence[ApprovalRecord],
+        tool_calls: Sequence[ToolCallRecord],
+        snapshot: SnapshotUpdate,
+        checkpoint_state: dict[str, Any],
+        event: NewEvent | None,
+        now: int,
+    ) -> CheckpointRecord:
+        return self._do(
+            lambda u: ops.request_approval(
+                u,
+                user_id,
+                run_id,
+                approvals=approvals,
+                tool_calls=tool_calls,
+                snapshot=snapshot,
+                checkpoint_state=checkpoint_state,
+                event=event,
+                now=now,
+                retention=self.delta_retention_ms,
+            )
+        )
+
+    def attach_task_token(self, user_id: str, approval_id: str, task_token: str) -> ApprovalRecord:
+        return self._do(lambda u: ops.attach_task_token(u, user_id, approval_id, task_token))
+
+    def decide_approval(
+        self, user_id: str, approval_id: str, *, approved: bool, reason: str | None, now: int
+    ) -> DecisionResult:
+        result, gone = self._do(
+            lambda u: ops.decide_approval(u, user_id, approval_id, approved=approved, reason=reason, now=now)
+        )
+        if gone is not None:
+            raise gone
+        assert result is not None
+        return result
+
+    def settle_approval(self, user_id: str, approval_id: str, *, now: int) -> ApprovalRecord:
+        return self._do(lambda u: ops.settle_approval(u, user_id, approval_id, now=now))
+
+    def expire_approval(self, user_id: str, approval_id: str, *, now: int) -> ApprovalRecord:
+        return self._do(lambda u: ops.expire_approval(u, user_id, approval_id, now=now))
+
+    def claim_tool_call(
+        self,
+        user_id: str,
+        run_id: str,
+        tool_call_id: str,
+        *,
+        tool_name: str,
+        input: JsonValue,
+        step_index: int,
+        claim_token: str,
+        now: int,
+    ) -> ClaimResult:
+        return self._do(
+            lambda u: ops.claim_tool_call(
+                u,
+                user_id,
+                run_id,
+                tool_call_id,
+                tool_name=tool_name,
+                input=input,
+                step_index=step_index,
+                claim_token=claim_token,
+                now=now,
+            )
+        )
+
+    def record_tool_outcome(
+        self,
+        user_id: str,
+        run_id: str,
+        tool_call_id: str,
+        *,
+        claim_token: str,
+        output: JsonValue = None,
+        error: dict[str, JsonValue] | None = None,
+        now: int,
+    ) -> ToolCallRecord:
+        return self._do(
+            lambda u: ops.record_tool_outcome(
+                u, user_id, run_id, tool_call_id, claim_token=claim_token, output=output, error=error, now=now
+            )
+        )
+
+    def start_tool_call(
+        self, user_id: str, run_id: str, tool_call_id: str, *, claim_token: str, now: int
+    ) -> ToolCallRecord:
+        return self._do(
+            lambda u: ops.start_tool_call(u, user_id, run_id, tool_call_id, claim_token=claim_token, now=now)
+        )
+
+    def answer_tool_call(
+        self,
+        user_id: str,
+        run_id: str,
+        tool_call_id: str,
+        *,
+        output: JsonValue = None,
+        error: dict[str, JsonValue] | None = None,
+        now: int,
+    ) -> ToolCallRecord:
+        return self._do(
+            lambda u: ops.answer_tool_call(u, user_id, run_id, tool_call_id, output=output, error=error, now=now)
+        )
+
+    def save_checkpoint(
+        self, user_id: str, run_id: str, *, state: dict[str, Any], reason: CheckpointReason, now: int
+    ) -> CheckpointRecord:
+        return self._do(lambda u: ops.save_checkpoint(u, user_id, run_id, state=state, reason=reason, now=now))
+
+    def attach_run_token(self, user_id: str, run_id: str, task_token: str) -> RunRecord:
+        return self._do(lambda u: ops.attach_run_token(u, user_id, run_id, task_token))
+
+    def append_events(self, user_id: str, run_id: str, events: Sequence[NewEvent], *, now: int) -> list[EventRecord]:
+        return self._do(
+            lambda u: ops.append_events(u, user_id, run_id, events, now=now, retention=self.delta_retention_ms)
+        )
