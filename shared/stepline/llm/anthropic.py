@@ -31,7 +31,7 @@ import httpx2
 from .anthropic_convert import AnthropicRequest, anthropic_capabilities, build_request
 from .anthropic_stream import AnthropicStreamState
 from .base import ModelCallOptions, ModelCapabilities, ModelStreamPart, V4StreamStart
-from .errors import ModelCallError, parse_retry_after
+from .errors import ModelCallError, retry_after_seconds
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicModel", "to_model_call_error"]
 
@@ -165,8 +165,7 @@ def to_model_call_error(error: anthropic.APIError | httpx2.TransportError) -> Mo
 
 def _status_error(error: anthropic.APIStatusError) -> ModelCallError:
     headers = error.response.headers
-    retry_after_ms = parse_retry_after(headers.get("retry-after-ms"), milliseconds=True)
-    retry_after = retry_after_ms if retry_after_ms is not None else parse_retry_after(headers.get("retry-after"))
+    retry_after = retry_after_seconds(headers)
     detail = ": ".join(str(part) for part in (error.type, error.api_message) if part)
     message = f"Anthropic returned HTTP {error.status_code}" + (f" ({detail})" if detail else "")
     return ModelCallError.from_status(error.status_code, message, provider=PROVIDER, retry_after=retry_after)

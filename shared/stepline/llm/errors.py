@@ -12,12 +12,13 @@ Provider adapters turn their SDK's exceptions into these; the loop reads only `r
 from __future__ import annotations
 
 import email.utils
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Literal
 
 from ..errors import StepLineError
 
-__all__ = ["ErrorKind", "ModelCallError", "UnsupportedCapabilityError", "parse_retry_after"]
+__all__ = ["ErrorKind", "ModelCallError", "UnsupportedCapabilityError", "parse_retry_after", "retry_after_seconds"]
 
 ErrorKind = Literal[
     "rate_limit", "server", "timeout", "connection", "bad_request", "auth", "not_found", "overloaded", "other"
@@ -120,6 +121,12 @@ def parse_retry_after(value: str | None, *, milliseconds: bool = False) -> float
     if number < 0:
         return None
     return number / 1000 if milliseconds else number
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from `retry-after-ms`, else `retry-after` (both providers send these)."""
+    milliseconds = parse_retry_after(headers.get("retry-after-ms"), milliseconds=True)
+    return milliseconds if milliseconds is not None else parse_retry_after(headers.get("retry-after"))
 
 
 def _seconds_until(http_date: str) -> float | None:

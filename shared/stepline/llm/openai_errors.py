@@ -20,10 +20,10 @@ from typing import cast
 import openai
 from pydantic import JsonValue
 
-from .errors import ModelCallError, parse_retry_after
+from .errors import ModelCallError, retry_after_seconds
 from .openai_stream_common import scrub_secrets
 
-__all__ = ["model_call_error", "retry_after_seconds", "stream_error_payload"]
+__all__ = ["model_call_error", "stream_error_payload"]
 
 _MAX_MESSAGE = 500
 
@@ -61,12 +61,6 @@ def _server_message(body: object, api_key: str | None) -> str:
         return ""
     text = scrub_secrets(text, api_key)
     return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + "…"
-
-
-def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
-    """Seconds to wait from `retry-after-ms`, else `retry-after` (delta-seconds or an HTTP date)."""
-    milliseconds = parse_retry_after(headers.get("retry-after-ms"), milliseconds=True)
-    return milliseconds if milliseconds is not None else parse_retry_after(headers.get("retry-after"))
 
 
 def stream_error_payload(error: openai.APIError, api_key: str | None) -> dict[str, JsonValue]:
