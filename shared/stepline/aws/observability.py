@@ -16,14 +16,9 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-from ..runtime.handlers import Handler
+from ..runtime.handlers import Handler, logical_name
 
 __all__ = ["instrument"]
-
-
-def _metric_name(function_name: str) -> str:
-    """`stepline-model-step` → `ModelStep`."""
-    return "".join(word.capitalize() for word in function_name.removeprefix("stepline-").split("-"))
 
 
 def instrument(function_name: str, handler: Handler) -> Handler:
@@ -31,7 +26,7 @@ def instrument(function_name: str, handler: Handler) -> Handler:
     logger = Logger(service=function_name)
     tracer = Tracer(service=function_name)
     metrics = Metrics(service=function_name)
-    metric = _metric_name(function_name)
+    metric = logical_name(function_name)
 
     @logger.inject_lambda_context(clear_state=True)
     @tracer.capture_lambda_handler(capture_response=False)

@@ -6,7 +6,7 @@ import contextlib
 import json
 from typing import Any
 
-__all__ = ["StepFunctionsOrchestrator", "execution_name"]
+__all__ = ["StepFunctionsOrchestrator", "execution_arn", "execution_name"]
 
 _ALREADY_DONE = ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken")
 """What SendTaskSuccess answers for a token already used or expired: AWS says TaskTimedOut or
@@ -22,6 +22,11 @@ def execution_name(run_id: str, generation: int = 0) -> str:
     return run_id if generation == 0 else f"{run_id}--g{generation}"
 
 
+def execution_arn(state_machine_arn: str, run_id: str, generation: int = 0) -> str:
+    """The ARN of a run's `generation` (0 first; the ASL continues long runs as new ones)."""
+    return state_machine_arn.replace(":stateMachine:", ":execution:") + f":{execution_name(run_id, generation)}"
+
+
 class StepFunctionsOrchestrator:
     """Runs each agent run as one Standard execution named by its run id."""
 
@@ -31,8 +36,7 @@ class StepFunctionsOrchestrator:
         self._timeout = approval_timeout_seconds
 
     def execution_arn(self, run_id: str, generation: int = 0) -> str:
-        """The execution of a run's `generation` (0 first; the ASL continues long runs as new ones)."""
-        return self._arn.replace(":stateMachine:", ":execution:") + f":{execution_name(run_id, generation)}"
+        return execution_arn(self._arn, run_id, generation)
 
     def start_run(self, user_id: str, run_id: str) -> None:
         payload = {

@@ -24,8 +24,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from stepline.aws.stepfunctions import execution_name
+from stepline.aws.stepfunctions import execution_arn
 from stepline.protocol._json import loads_strict
+from stepline.runtime.handlers import HANDLER_NAMES, Handler, logical_name
 
 __all__ = [
     "ASL_PATH",
@@ -38,14 +39,9 @@ __all__ = [
 
 ASL_PATH = Path(__file__).resolve().parents[3] / "infra" / "statemachine" / "agent_run.asl.json"
 FUNCTIONS = {
-    "ModelStepFunctionArn": "stepline-model-step",
-    "AwaitInputFunctionArn": "stepline-await-input",
-    "ExpireInputFunctionArn": "stepline-expire-input",
-    "FinalizeRunFunctionArn": "stepline-finalize-run",
-    "FailRunFunctionArn": "stepline-fail-run",
+    f"{logical_name(name)}FunctionArn": name  # the ASL's placeholder: ${ModelStepFunctionArn}
+    for name in HANDLER_NAMES
 }
-
-Handler = Callable[[dict[str, Any], Any], Any]
 _ROUTES: dict[str, Handler] = {}
 
 
@@ -80,7 +76,7 @@ def install_lambda_router(routes: Mapping[str, Handler]) -> None:
                 "stackTrace": traceback.format_exc().splitlines(),
             }
             return json.dumps(payload).encode()
-        return json.dumps(result if result is not None else {}).encode()
+        return json.dumps(result).encode()
 
     LambdaSimpleBackend.invoke = invoke  # type: ignore[method-assign]
 
@@ -172,9 +168,7 @@ class LocalWorkflow:
         )["stateMachineArn"]
 
     def execution_arn(self, run_id: str, generation: int = 0) -> str:
-        return (
-            self.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{execution_name(run_id, generation)}"
-        )
+        return execution_arn(self.state_machine_arn, run_id, generation)
 
     def status(self, run_id: str, generation: int = 0) -> str:
         return str(self.sfn.describe_execution(executionArn=self.execution_arn(run_id, generation))["status"])

@@ -7,12 +7,13 @@ local runtime and the tests bind the same handlers to their own services.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
+from ..protocol._json import loads_strict
 from . import worker
 from .services import Services
 
-__all__ = ["HANDLER_NAMES", "Handler", "TransientModelError", "handlers"]
+__all__ = ["HANDLER_NAMES", "Handler", "TransientModelError", "handlers", "logical_name"]
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 HANDLER_NAMES = (
@@ -22,6 +23,11 @@ HANDLER_NAMES = (
     "stepline-finalize-run",
     "stepline-fail-run",
 )
+
+
+def logical_name(function_name: str) -> str:
+    """`stepline-model-step` → `ModelStep`: the template's logical id stem and the metric name."""
+    return "".join(word.capitalize() for word in function_name.removeprefix("stepline-").split("-"))
 
 
 _ONGOING = frozenset({"continue", "await-approval", "await-client"})
@@ -55,32 +61,35 @@ def handlers(services: Callable[[], Services]) -> dict[str, Handler]:
         return worker.expire_input(services(), event["userId"], event["runId"])
 
     def finalize_run(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        if event.get("next") == "aborted":  # the API already recorded the abort
-            return {"userId": event["userId"], "runId": event["runId"], "status": "aborted"}
+        # An aborted run is already terminal: finalize_run then returns its stored status.
         return worker.finalize_run(services(), event["userId"], event["runId"])
 
     def fail_run(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        state_input: dict[str, Any] = event.get("input") or {}
-        raw: dict[str, Any] = state_input.get("error") or {}
-        error = (
-            {"message": _cause(raw), "code": raw.get("Error")}
-            if raw
-            else state_input.get("step", {}).get("detail", {}).get("error")
-        )
-        return worker.fail_run(services(), event["userId"], event["runId"], error)
+        message, code = _step_error(event.get("input") or {})
+        return worker.fail_run(services(), event["userId"], event["runId"], message, code)
 
     return dict(zip(HANDLER_NAMES, (model_step, await_input, expire_input, finalize_run, fail_run), strict=True))
 
 
-def _cause(raw: dict[str, Any]) -> str:
-    """Step Functions' `Cause` is the Lambda error JSON: keep its message, never a stack trace."""
-    cause = raw.get("Cause")
-    if isinstance(cause, str):
-        try:
-            import json
+def _step_error(state_input: dict[str, Any]) -> tuple[str, str | None]:
+    """(message, code) of why the run failed: a caught Step Functions error, or the step's own.
 
-            parsed = json.loads(cause)  # noqa: TID251 - AWS-produced JSON, not wire input
-            return str(parsed.get("errorMessage") or raw.get("Error") or "the step failed")
-        except ValueError:
-            return cause[:500]
-    return str(raw.get("Error") or "the step failed")
+    A caught error is `{Error, Cause}`, where `Cause` is the Lambda error JSON: its message is kept,
+    never its stack trace.
+    """
+    caught: dict[str, Any] = state_input.get("error") or {}
+    if not caught:
+        own: dict[str, Any] = state_input.get("step", {}).get("detail", {}).get("error") or {}
+        code = own.get("code")
+        return str(own.get("message") or "the run failed"), str(code) if code else None
+    code = str(caught.get("Error") or "") or None
+    cause = caught.get("Cause")
+    if not isinstance(cause, str):
+        return code or "the step failed", code
+    try:
+        parsed = loads_strict(cause)
+    except ValueError:
+        return cause[:500], code
+    lambda_error = cast(dict[str, Any], parsed) if isinstance(parsed, dict) else {}
+    message = lambda_error.get("errorMessage")
+    return str(message or code or "the step failed"), code

@@ -14,7 +14,7 @@ from ..protocol import stream_parts as sp
 from ..protocol.chunks import ResetStepChunk, StartStepChunk, UIMessageChunk, parse_chunk
 from ..protocol.reducer import UIMessageReducer
 from ..protocol.to_chunks import UIChunkMapper, UIStreamOptions
-from ..store.event_batcher import EventBatcher
+from ..store.event_batcher import DEFAULT_WINDOW, EventBatcher
 from ..store.ports import SnapshotUpdate, Store
 from ..store.records import EventRecord, MessageRecord, NewEvent, RunRecord
 from ..store.replay import chunks_of
@@ -32,7 +32,7 @@ class RunRecorder:
         message: MessageRecord,
         *,
         now: Callable[[], int],
-        window: float = 0.150,
+        window: float = DEFAULT_WINDOW,
         monotonic: Callable[[], float] = time.monotonic,
         replay: Sequence[EventRecord] = (),
     ) -> None:
@@ -53,7 +53,7 @@ class RunRecorder:
 
     def redo_step(self) -> None:
         """A crashed attempt of this step left events: drop its parts (`reset-step`) and do not open a second step."""
-        self._write([ResetStepChunk()])
+        self.write([ResetStepChunk()])
         self._skip_start_step = True
 
     async def emit(self, part: sp.TextStreamPart) -> None:
@@ -61,13 +61,10 @@ class RunRecorder:
         if self._skip_start_step and any(isinstance(c, StartStepChunk) for c in chunks):
             self._skip_start_step = False
             chunks = [c for c in chunks if not isinstance(c, StartStepChunk)]
-        self._write(chunks)
+        self.write(chunks)
 
     def write(self, chunks: list[UIMessageChunk]) -> None:
-        """Write chunks that do not come from the loop (start, finish, error)."""
-        self._write(chunks)
-
-    def _write(self, chunks: list[UIMessageChunk]) -> None:
+        """Write chunks to the event log (the loop's, and start, finish, error)."""
         events: list[NewEvent] = []
         for chunk in chunks:
             self._reducer.apply(chunk)

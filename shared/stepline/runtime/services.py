@@ -15,6 +15,7 @@ from ..llm.base import LanguageModel
 from ..loop.config import ApprovalSetting, LoopConfig
 from ..loop.stop import is_step_count
 from ..loop.tools import Tool
+from ..store.event_batcher import DEFAULT_WINDOW
 from ..store.ports import Store
 from .guard import StoreToolGuard
 
@@ -59,7 +60,7 @@ class Services:
     max_retries: int = 2
     """Retries inside a step (safe boundary only); Step Functions retries the step after that."""
     approval_secret: bytes | None = None
-    delta_window: float = 0.150
+    delta_window: float = DEFAULT_WINDOW
     client: str | None = None
     clock: Callable[[], int] = field(default=_now_ms)
 

@@ -23,7 +23,7 @@ from ..loop.state import LoopState, StepOutcome
 from ..loop.step import run_step
 from ..protocol.chunks import AbortChunk, ErrorChunk, FinishChunk, StartChunk
 from ..protocol.to_chunks import DEFAULT_ERROR_TEXT
-from ..store.errors import Conflict
+from ..store.errors import Conflict, NotFound
 from ..store.history import history_messages
 from ..store.ports import FinishRun, TurnStart, TurnStarted
 from ..store.records import TERMINAL, ApprovalRecord, RunRecord, StepRecordRow, ToolCallRecord
@@ -98,7 +98,7 @@ def begin_turn(
     store.save_checkpoint(
         user_id, run_id, state=state.model_dump(mode="json", by_alias=True), reason="step_end", now=now
     )
-    recorder = RunRecorder(store, store.get_run(user_id, run_id), started.assistant_message, now=services.clock)
+    recorder = RunRecorder(store, started.run, started.assistant_message, now=services.clock)
     recorder.write([StartChunk(message_id=assistant_message_id, message_metadata=metadata)])
     recorder.flush()
     if services.orchestrator is not None:
@@ -122,9 +122,10 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
     checkpoint = store.latest_checkpoint(user_id, run_id)
     assert checkpoint is not None, "a run always has its initial checkpoint"
     state = LoopState.model_validate(checkpoint.state)
-    if state.pending_approvals and not _approvals_recorded(services, user_id, run_id, state):
-        return await _finish_approval_request(services, run, state)
-    decisions, undecided = _decisions(services, user_id, run_id, state)
+    approvals = _run_approvals(services, user_id, run_id, state)
+    if not _approvals_recorded(state, approvals):
+        return _finish_approval_request(services, run, state)
+    decisions, undecided = _decisions(services, user_id, approvals)
     outputs, unanswered = _client_outputs(services, user_id, run_id, state)
     if undecided or unanswered:
         return _reply(run, "await-approval" if undecided else "await-client")
@@ -177,45 +178,40 @@ async def _watch_abort(services: Services, user_id: str, run_id: str, abort: Abo
             abort.abort("aborted by the user")
 
 
-def _approvals_recorded(services: Services, user_id: str, run_id: str, state: LoopState) -> bool:
-    recorded = {a.approval_id for a in _run_approvals(services, user_id, run_id, state)}
+def _approvals_recorded(state: LoopState, approvals: list[ApprovalRecord]) -> bool:
+    recorded = {a.approval_id for a in approvals}
     return all(p.approval_id in recorded for p in state.pending_approvals)
 
 
 def _run_approvals(services: Services, user_id: str, run_id: str, state: LoopState) -> list[ApprovalRecord]:
+    """The stored approvals of the state's pending calls (one not recorded yet is left out)."""
     found: list[ApprovalRecord] = []
     for pending in state.pending_approvals:
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(NotFound):  # any other store error propagates: never read as "absent"
             found.append(services.store.get_approval(user_id, pending.approval_id))
     return [a for a in found if a.run_id == run_id]
 
 
-def _decisions(services: Services, user_id: str, run_id: str, state: LoopState) -> tuple[list[ApprovalDecision], bool]:
+def _decisions(
+    services: Services, user_id: str, approvals: list[ApprovalRecord]
+) -> tuple[list[ApprovalDecision], bool]:
     decisions: list[ApprovalDecision] = []
     undecided = False
-    for record in _run_approvals(services, user_id, run_id, state):
+    for record in approvals:
         if record.status == "processing":
             record = services.store.settle_approval(user_id, record.approval_id, now=services.clock())
         if record.status == "requested":
             undecided = True
-        elif record.status == "expired":
-            decisions.append(
-                ApprovalDecision(
-                    approval_id=record.approval_id,
-                    approved=False,
-                    reason="approval expired",
-                    signature=record.signature,
-                )
+            continue
+        expired = record.status == "expired"
+        decisions.append(
+            ApprovalDecision(
+                approval_id=record.approval_id,
+                approved=record.status == "approved",
+                reason="approval expired" if expired else record.reason,
+                signature=record.signature,
             )
-        else:
-            decisions.append(
-                ApprovalDecision(
-                    approval_id=record.approval_id,
-                    approved=record.status == "approved",
-                    reason=record.reason,
-                    signature=record.signature,
-                )
-            )
+        )
     return decisions, undecided
 
 
@@ -238,7 +234,7 @@ def _client_outputs(
 # -- persisting a step ----------------------------------------------------------------------------------
 
 
-def _tool_rows(run: RunRecord, state: LoopState, outcome: StepOutcome) -> list[ToolCallRecord]:
+def _tool_rows(run: RunRecord, state: LoopState) -> list[ToolCallRecord]:
     if not state.steps:
         return []
     step = state.steps[-1]
@@ -295,7 +291,7 @@ def _persist(services: Services, run: RunRecord, outcome: StepOutcome, recorder:
             run.user_id,
             run.run_id,
             step=row,
-            tool_calls=_tool_rows(run, state, outcome),
+            tool_calls=_tool_rows(run, state),
             snapshot=snapshot,
             checkpoint_state=checkpoint_state,
             now=now,
@@ -325,9 +321,7 @@ def _request_approvals(services: Services, run: RunRecord, state: LoopState, sna
         )
         for p in state.pending_approvals
     ]
-    awaiting = [
-        r for r in _tool_rows(run, state, StepOutcome("await-approval", state)) if r.status == "awaiting_approval"
-    ]
+    awaiting = [r for r in _tool_rows(run, state) if r.status == "awaiting_approval"]
     services.store.request_approval(
         run.user_id,
         run.run_id,
@@ -340,7 +334,7 @@ def _request_approvals(services: Services, run: RunRecord, state: LoopState, sna
     )
 
 
-async def _finish_approval_request(services: Services, run: RunRecord, state: LoopState) -> dict[str, Any]:
+def _finish_approval_request(services: Services, run: RunRecord, state: LoopState) -> dict[str, Any]:
     """A crash between saving the step and recording its approvals: record them now."""
     message = services.store.get_message(run.user_id, run.conversation_id, run.assistant_message_id)
     recorder = RunRecorder(services.store, run, message, now=services.clock)
@@ -365,12 +359,13 @@ def await_input(services: Services, user_id: str, run_id: str, task_token: str) 
             _resume(services, task_token)
         return {"waiting": "client"}
     waiting = False
-    for approval in _run_approvals(services, user_id, run_id, _state(services, user_id, run_id)):
+    state = _state(services, user_id, run_id)
+    for approval in _run_approvals(services, user_id, run_id, state):
         if approval.status == "requested":
             with contextlib.suppress(Conflict):  # decided between the read and this write
                 store.attach_task_token(user_id, approval.approval_id, task_token)
                 waiting = True
-    if not waiting or not _still_requested(services, user_id, run_id):
+    if not waiting or not _still_requested(services, user_id, run_id, state):  # re-read: decided meanwhile?
         _resume(services, task_token)
     return {"waiting": "approval"}
 
@@ -381,10 +376,8 @@ def _state(services: Services, user_id: str, run_id: str) -> LoopState:
     return LoopState.model_validate(checkpoint.state)
 
 
-def _still_requested(services: Services, user_id: str, run_id: str) -> bool:
-    return any(
-        a.status == "requested" for a in _run_approvals(services, user_id, run_id, _state(services, user_id, run_id))
-    )
+def _still_requested(services: Services, user_id: str, run_id: str, state: LoopState) -> bool:
+    return any(a.status == "requested" for a in _run_approvals(services, user_id, run_id, state))
 
 
 def _resume(services: Services, task_token: str) -> None:
@@ -415,7 +408,7 @@ def decide(services: Services, user_id: str, approval_id: str, *, approved: bool
     store = services.store
     result = store.decide_approval(user_id, approval_id, approved=approved, reason=reason, now=services.clock())
     approval = store.settle_approval(user_id, approval_id, now=services.clock())
-    run_still_waiting = _still_requested(services, user_id, approval.run_id)
+    run_still_waiting = _still_requested(services, user_id, approval.run_id, _state(services, user_id, approval.run_id))
     if result.first and approval.task_token and not run_still_waiting:
         _resume(services, approval.task_token)
     return approval
@@ -480,12 +473,10 @@ def _client_finish_reason(reason: str) -> Any:
     return reason if reason in ("stop", "length", "content-filter", "tool-calls", "error") else "other"
 
 
-def fail_run(services: Services, user_id: str, run_id: str, error: dict[str, Any] | None) -> dict[str, Any]:
+def fail_run(services: Services, user_id: str, run_id: str, message: str, code: str | None = None) -> dict[str, Any]:
     """The run failed: a safe `error` chunk for the client, the real error kept on the run."""
     now = services.clock()
-    message = str((error or {}).get("message") or (error or {}).get("Error") or "the run failed")
-    code = (error or {}).get("code") or (error or {}).get("Error")
-    info: dict[str, Any] = {"message": message, "at": now, **({"code": str(code)} if code else {})}
+    info: dict[str, Any] = {"message": message, "at": now, **({"code": code} if code else {})}
     metadata: dict[str, Any] = {"completedAt": now, "finishReason": "error", "error": info}
     chunks = [ErrorChunk(error_text=DEFAULT_ERROR_TEXT)]
     return _end(services, user_id, run_id, chunks, "failed", metadata, error=info, finish_reason="error")
