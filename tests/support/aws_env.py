@@ -8,6 +8,7 @@ FAKE_AWS_ENV = {
     "AWS_DEFAULT_REGION": "us-east-1",
     "AWS_ACCESS_KEY_ID": "test",
     "AWS_SECRET_ACCESS_KEY": "test",
+    "AWS_SESSION_TOKEN": "test",
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any
 
 from stepline.loop.tools import Tool
@@ -73,3 +74,21 @@ def final_message(aws: LocalAws, run_id: str) -> dict[str, Any]:
 def replayed(aws: LocalAws, run_id: str) -> dict[str, Any] | None:
     events = aws.services.store.events_after(USER, run_id, 0, now=aws.services.clock())
     return reduce_ui_message_stream([parse_chunk(c) for c in chunks_of(events)]).message
+
+
+def billed(aws: LocalAws, run_id: str) -> tuple[int, int]:
+    """(state transitions, Lambda invocations) of a run's execution, from its history."""
+    history = aws.workflow.history(run_id)
+    transitions = sum(1 for e in history if e["type"].endswith("StateEntered"))
+    return transitions, sum(1 for e in history if e["type"] == "TaskScheduled")
+
+
+def wait_for_token(aws: LocalAws, tool_call_id: str) -> str:
+    """The approval id of `tool_call_id`, once AwaitInput has attached its task token."""
+    for _ in range(500):
+        for pending in aws.services.store.pending_approvals(USER):
+            approval = aws.services.store.get_approval(USER, pending.approval_id)
+            if approval.tool_call_id == tool_call_id and approval.task_token:
+                return approval.approval_id
+        time.sleep(0.02)
+    raise AssertionError(f"no task token for {tool_call_id}")

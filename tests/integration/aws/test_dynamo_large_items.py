@@ -13,7 +13,6 @@ from moto import mock_aws
 from stepline.aws.s3 import S3BlobStore
 from stepline.store.ports import SnapshotUpdate, TurnStart
 from stepline.store.records import NewEvent, StepRecordRow, ToolCallRecord
-from tests.support.aws_env import use_fake_aws
 from tests.support.aws_resources import create_bucket
 from tests.support.dynamo_store import TABLES, make_dynamo_store
 
@@ -21,8 +20,7 @@ USER = "alice"
 
 
 @pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    use_fake_aws(monkeypatch)
+def aws() -> Iterator[Any]:
     with mock_aws():
         s3 = boto3.client("s3", region_name="us-east-1")
         create_bucket(s3, "stepline-artifacts")

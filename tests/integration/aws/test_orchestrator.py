@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import boto3
 import pytest
 from botocore.stub import Stubber
@@ -12,7 +10,7 @@ from stepline.aws.stepfunctions import StepFunctionsOrchestrator
 from stepline.llm.scripted import ScriptedModel
 from stepline.runtime import worker
 from tests.support.local_aws import local_aws
-from tests.support.runs import USER, Counted, begin, call_step, text_step
+from tests.support.runs import USER, Counted, begin, call_step, text_step, wait_for_token
 
 
 def test_a_used_token_resumes_nothing_and_a_duplicated_start_is_one_execution() -> None:
@@ -26,29 +24,24 @@ def test_a_used_token_resumes_nothing_and_a_duplicated_start_is_one_execution() 
         executions = aws.workflow.sfn.list_executions(stateMachineArn=aws.workflow.state_machine_arn)["executions"]
         assert [e["name"] for e in executions] == [run_id]
         aws.wait_run(USER, run_id, lambda r: r.status == "waiting_approval")
-        (pending,) = aws.services.store.pending_approvals(USER)
-        token = None
-        for _ in range(500):
-            token = aws.services.store.get_approval(USER, pending.approval_id).task_token
-            if token:
-                break
-            time.sleep(0.02)
+        approval_id = wait_for_token(aws, "c1")
+        token = aws.services.store.get_approval(USER, approval_id).task_token
         assert token is not None
-        worker.decide(aws.services, USER, pending.approval_id, approved=True, reason=None)
+        worker.decide(aws.services, USER, approval_id, approved=True, reason=None)
         assert aws.wait_execution(run_id) == "SUCCEEDED"
         assert orchestrator.resume(token) is False  # moto answers InvalidToken
         assert delete.runs == 1
 
 
-@pytest.mark.parametrize(("code", "resumed"), [("TaskTimedOut", False), ("TaskDoesNotExist", False)])
-def test_aws_answers_for_a_finished_task_mean_already_done(code: str, resumed: bool) -> None:
+@pytest.mark.parametrize("code", ["TaskTimedOut", "TaskDoesNotExist"])
+def test_aws_answers_for_a_finished_task_mean_already_done(code: str) -> None:
     client = boto3.client("stepfunctions", region_name="us-east-1")
     orchestrator = StepFunctionsOrchestrator(
         client, state_machine_arn="arn:aws:states:us-east-1:0:stateMachine:m", approval_timeout_seconds=60
     )
     with Stubber(client) as stub:  # AWS's own error codes, which moto does not produce
         stub.add_client_error("send_task_success", service_error_code=code, http_status_code=400)
-        assert orchestrator.resume("token") is resumed
+        assert orchestrator.resume("token") is False
 
 
 def test_any_other_error_is_raised_for_the_caller_to_retry() -> None:

@@ -22,15 +22,8 @@ BUCKET = "stepline-blobs-test"
 
 
 @pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """A moto S3 client, with the template's bucket created."""
-    for name, value in {
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-    }.items():
-        monkeypatch.setenv(name, value)
+def aws() -> Iterator[Any]:
+    """A moto S3 client, with the template's bucket created (fake credentials: conftest.py)."""
     with mock_aws():
         client = make_s3_client()
         create_bucket(client, BUCKET)

@@ -6,7 +6,6 @@ that no tool body ran twice.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from typing import Any
 
@@ -23,10 +22,12 @@ from tests.support.runs import (
     USER,
     Counted,
     begin,
+    billed,
     call_step,
     final_message,
     replayed,
     text_step,
+    wait_for_token,
 )
 
 
@@ -70,12 +71,7 @@ def test_an_approval_decided_through_the_webhook_resumes_the_same_message(approv
     with local_aws(model, tools=[delete.tool], tool_approval={"delete_file": "user-approval"}) as aws:
         run_id = begin(aws)
         aws.wait_run(USER, run_id, lambda r: r.status == "waiting_approval")
-        (approval,) = aws.services.store.pending_approvals(USER)
-        approval = aws.services.store.get_approval(USER, approval.approval_id)
-        for _ in range(500):  # the token arrives with the AwaitInput task
-            if aws.services.store.get_approval(USER, approval.approval_id).task_token:
-                break
-            time.sleep(0.02)
+        approval = aws.services.store.get_approval(USER, wait_for_token(aws, "c1"))
         decided = worker.decide(
             aws.services, USER, approval.approval_id, approved=approved, reason=None if approved else "no"
         )
@@ -92,6 +88,8 @@ def test_an_approval_decided_through_the_webhook_resumes_the_same_message(approv
         (call,) = aws.services.store.list_tool_calls(USER, run_id)
         assert call.status == ("success" if approved else "denied")
         model.assert_consumed()
+        # the cost formula's decided-approval case (S = 2, A = 1, E = 0): 2S + A + 2, S + A + 1
+        assert billed(aws, run_id) == (7, 4)
 
 
 def test_an_expired_approval_reaches_the_model_as_a_denial() -> None:
@@ -149,7 +147,13 @@ def test_a_model_error_is_retried_and_a_permanent_one_fails_the_run_cleanly() ->
         run_id = begin(aws)
         assert aws.wait_execution(run_id) == "SUCCEEDED"
         assert final_message(aws, run_id)["content"] == "Recovered."
-        assert Counter(e["type"] for e in aws.workflow.history(run_id))["TaskFailed"] >= 1
+        history = aws.workflow.history(run_id)
+        retries = Counter(e["type"] for e in history)["TaskFailed"]
+        assert retries == 1
+        # the cost formula's R: a retry is one more invocation (S = 1: 2 + R) but enters no state,
+        # and it adds three history events (scheduled, started, failed) to a text run's 16
+        assert billed(aws, run_id) == (4, 2 + retries)
+        assert len(history) == 16 + 3 * retries
     broken = ScriptedModel.from_script([{"raise": {"kind": "auth", "status": 401}, "parts": []}])
     with local_aws(broken) as aws:
         run_id = begin(aws)
@@ -260,13 +264,6 @@ def test_a_step_killed_at_any_point_is_retried_to_the_same_message_without_rerun
     assert faulted["content"] == clean["content"] == "18 degrees."
 
 
-def _billed(aws: LocalAws, run_id: str) -> tuple[int, int]:
-    """(state transitions, Lambda invocations) of a run's execution, from its history."""
-    history = aws.workflow.history(run_id)
-    transitions = sum(1 for e in history if e["type"].endswith("StateEntered"))
-    return transitions, sum(1 for e in history if e["type"] == "TaskScheduled")
-
-
 @pytest.mark.parametrize(
     ("steps", "approval", "timeout", "counts"),
     [
@@ -288,7 +285,9 @@ def test_transitions_and_invocations_follow_the_cost_formula(
         run_id = begin(aws)
         assert aws.wait_execution(run_id, timeout=60) == "SUCCEEDED"
         assert len(model.calls) == s
-        assert _billed(aws, run_id) == (2 * s + a + e + 2, s + a + e + 1)
+        assert billed(aws, run_id) == (2 * s + a + e + 2, s + a + e + 1)
+        # docs/architecture.md sizes continue-as-new on "under 40 history events per step"
+        assert len(aws.workflow.history(run_id)) < 40 * s
 
 
 def test_a_long_run_continues_as_new_executions_and_ends_as_one_message() -> None:
@@ -333,10 +332,10 @@ def test_abort_stops_whichever_generation_is_running() -> None:
         run_id = begin(aws)
         # One step per execution: each step's approval wait happens in the next generation.
         assert aws.wait_execution(run_id) == "SUCCEEDED"
-        first = _wait_for_token(aws, "a")
+        first = wait_for_token(aws, "a")
         worker.decide(aws.services, USER, first, approved=True, reason=None)
         assert aws.wait_execution(run_id, generation=1) == "SUCCEEDED"
-        _wait_for_token(aws, "c1")
+        wait_for_token(aws, "c1")
         assert aws.workflow.status(run_id, generation=2) == "RUNNING"
         client = aws.services.orchestrator._client  # type: ignore[union-attr]  # pyright: ignore
         stopped: list[str] = []
@@ -348,14 +347,3 @@ def test_abort_stops_whichever_generation_is_running() -> None:
         assert stopped == [aws.workflow.execution_arn(run_id, generation=2)]
         run = aws.services.store.get_run(USER, run_id)
         assert run.status == "aborted" and run.cancel_reason == "user_cancelled" and delete.runs == 1
-
-
-def _wait_for_token(aws: LocalAws, tool_call_id: str) -> str:
-    """The approval id of `tool_call_id`, once AwaitInput has attached its task token."""
-    for _ in range(500):
-        for pending in aws.services.store.pending_approvals(USER):
-            approval = aws.services.store.get_approval(USER, pending.approval_id)
-            if approval.tool_call_id == tool_call_id and approval.task_token:
-                return approval.approval_id
-        time.sleep(0.02)
-    raise AssertionError(f"no task token for {tool_call_id}")

@@ -396,7 +396,7 @@ def test_every_worker_has_its_code_and_handler(source: Template) -> None:
         assert re.search(rf"^{attribute} = ", app.read_text(), re.MULTILINE), name
 
 
-@pytest.mark.skip(reason="issue 6: the API functions' code (functions/api/) is not written yet")
+@pytest.mark.xfail(strict=True, reason="issue 6: the API functions' code (functions/api/) is not written yet")
 def test_api_functions_have_their_code(source: Template) -> None:
     for name, (code_uri, _, _) in API_FUNCTIONS.items():
         handler = source["Resources"][name]["Properties"]["Handler"]
@@ -428,8 +428,6 @@ def test_sample_samconfig_fits_the_parameters(source: Template) -> None:
 
 
 def test_asl_placeholders_match_the_definition_substitutions(source: Template) -> None:
-    if not ASL.exists():
-        pytest.skip(f"{ASL.relative_to(REPO)} is not written yet")
     text = ASL.read_text()
     used = set(re.findall(r"\$\{([A-Za-z0-9_]+)\}", text))
     declared = set(source["Resources"]["AgentRunStateMachine"]["Properties"]["DefinitionSubstitutions"])
