@@ -18,10 +18,9 @@ raises a retryable `ModelCallError`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+from pydantic import JsonValue, ValidationError
 
 from .base import (
     ModelStreamPart,
@@ -42,7 +41,7 @@ from .base import (
     V4ToolInputStart,
 )
 from .errors import ModelCallError
-from .openai_stream_common import chat_usage, stream_error
+from .openai_stream_common import Loose, ToolCallBuffer, chat_usage, iso_timestamp, stream_error
 
 __all__ = ["ChatStreamState", "map_chat_finish_reason"]
 
@@ -52,48 +51,35 @@ TEXT_ID = "text-0"
 REASONING_ID = "reasoning-0"
 
 
-class _Loose(BaseModel):
-    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow")
-
-
-class _Function(_Loose):
+class _Function(Loose):
     name: str | None = None
     arguments: str | None = None
 
 
-class _ToolCallDelta(_Loose):
+class _ToolCallDelta(Loose):
     index: int = 0
     id: str | None = None
     function: _Function | None = None
 
 
-class _Delta(_Loose):
+class _Delta(Loose):
     content: str | None = None
     reasoning_content: str | None = None
     reasoning: str | None = None
     tool_calls: list[_ToolCallDelta] | None = None
 
 
-class _Choice(_Loose):
+class _Choice(Loose):
     delta: _Delta | None = None
     finish_reason: str | None = None
 
 
-class _Chunk(_Loose):
+class _Chunk(Loose):
     id: str | None = None
     model: str | None = None
     created: float | None = None
     choices: list[_Choice] = []
     usage: dict[str, JsonValue] | None = None
-
-
-class _ToolCall:
-    __slots__ = ("arguments", "call_id", "name")
-
-    def __init__(self, call_id: str, name: str) -> None:
-        self.call_id = call_id
-        self.name = name
-        self.arguments = ""
 
 
 class ChatStreamState:
@@ -111,7 +97,7 @@ class ChatStreamState:
         self._metadata_sent = False
         self._text_open = False
         self._reasoning_open = False
-        self._tool_calls: dict[int, _ToolCall] = {}
+        self._tool_calls: dict[int, ToolCallBuffer] = {}
         self._finish_reason: str | None = None
         self._usage: dict[str, JsonValue] | None = None
         self._error_seen = False
@@ -144,10 +130,7 @@ class ChatStreamState:
         if self._metadata_sent or (chunk.id is None and chunk.model is None and chunk.created is None):
             return []
         self._metadata_sent = True
-        timestamp = None
-        if chunk.created is not None:
-            timestamp = datetime.fromtimestamp(chunk.created, UTC).isoformat().replace("+00:00", "Z")
-        return [V4ResponseMetadata(id=chunk.id, model_id=chunk.model, timestamp=timestamp)]
+        return [V4ResponseMetadata(id=chunk.id, model_id=chunk.model, timestamp=iso_timestamp(chunk.created))]
 
     def _delta(self, delta: _Delta) -> Parts:
         parts: Parts = []
@@ -179,7 +162,7 @@ class ChatStreamState:
         call = self._tool_calls.get(tool_delta.index)
         if call is None:
             # The first delta of a call carries its id and name; later ones only argument fragments.
-            call = _ToolCall(tool_delta.id or f"call_{tool_delta.index}", function.name or "")
+            call = ToolCallBuffer(tool_delta.id or f"call_{tool_delta.index}", function.name or "")
             self._tool_calls[tool_delta.index] = call
             parts.extend(self._end_reasoning())
             parts.append(V4ToolInputStart(id=call.call_id, tool_name=call.name))

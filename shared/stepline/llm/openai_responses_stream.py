@@ -26,10 +26,9 @@ event (and without an error) was cut off: `finish()` raises a retryable `ModelCa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+from pydantic import JsonValue, ValidationError
 
 from .base import (
     ModelStreamPart,
@@ -51,18 +50,14 @@ from .base import (
     V4ToolInputStart,
 )
 from .errors import ModelCallError
-from .openai_stream_common import responses_usage, stream_error
+from .openai_stream_common import Loose, ToolCallBuffer, iso_timestamp, responses_usage, stream_error
 
 __all__ = ["ResponsesStreamState", "map_responses_finish_reason"]
 
 Parts = list[ModelStreamPart]
 
 
-class _Loose(BaseModel):
-    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow")
-
-
-class _Item(_Loose):
+class _Item(Loose):
     type: str
     id: str | None = None
     call_id: str | None = None
@@ -71,16 +66,16 @@ class _Item(_Loose):
     encrypted_content: str | None = None
 
 
-class _IncompleteDetails(_Loose):
+class _IncompleteDetails(Loose):
     reason: str | None = None
 
 
-class _ResponseError(_Loose):
+class _ResponseError(Loose):
     code: str | None = None
     message: str | None = None
 
 
-class _Response(_Loose):
+class _Response(Loose):
     id: str | None = None
     model: str | None = None
     created_at: float | None = None
@@ -91,7 +86,7 @@ class _Response(_Loose):
     service_tier: str | None = None
 
 
-class _Event(_Loose):
+class _Event(Loose):
     type: str
     item: _Item | None = None
     output_index: int | None = None
@@ -103,15 +98,6 @@ class _Event(_Loose):
     message: str | None = None
     param: str | None = None
     error: dict[str, JsonValue] | None = None
-
-
-class _ToolCall:
-    __slots__ = ("arguments", "call_id", "name")
-
-    def __init__(self, call_id: str, name: str) -> None:
-        self.call_id = call_id
-        self.name = name
-        self.arguments = ""
 
 
 class ResponsesStreamState:
@@ -128,7 +114,7 @@ class ResponsesStreamState:
         self._provider = provider
         self._open_texts: set[str] = set()
         self._reasoning: dict[str, int] = {}  # item id -> summary index of the open reasoning part
-        self._tool_calls: dict[int, _ToolCall] = {}  # output index -> call in progress
+        self._tool_calls: dict[int, ToolCallBuffer] = {}  # output index -> call in progress
         self._has_function_call = False
         self._metadata_sent = False
         self._terminal: _Event | None = None
@@ -174,10 +160,9 @@ class ResponsesStreamState:
         if self._metadata_sent or response is None:
             return []
         self._metadata_sent = True
-        timestamp = None
-        if response.created_at is not None:
-            timestamp = datetime.fromtimestamp(response.created_at, UTC).isoformat().replace("+00:00", "Z")
-        return [V4ResponseMetadata(id=response.id, model_id=response.model, timestamp=timestamp)]
+        return [
+            V4ResponseMetadata(id=response.id, model_id=response.model, timestamp=iso_timestamp(response.created_at))
+        ]
 
     def _item_added(self, event: _Event) -> Parts:
         item = event.item
@@ -193,7 +178,7 @@ class ResponsesStreamState:
                 self._reasoning[item.id] = 0
                 return [V4ReasoningStart(id=f"{item.id}:0", provider_metadata=self._reasoning_metadata(item.id, None))]
             case "function_call" if event.output_index is not None:
-                call = _ToolCall(item.call_id or item.id or f"call_{event.output_index}", item.name or "")
+                call = ToolCallBuffer(item.call_id or item.id or f"call_{event.output_index}", item.name or "")
                 self._tool_calls[event.output_index] = call
                 return [V4ToolInputStart(id=call.call_id, tool_name=call.name)]
             case _:
@@ -229,7 +214,7 @@ class ResponsesStreamState:
         call = self._tool_calls.pop(event.output_index, None) if event.output_index is not None else None
         parts: Parts = []
         if call is None:
-            call = _ToolCall(item.call_id or item.id or "call", item.name or "")
+            call = ToolCallBuffer(item.call_id or item.id or "call", item.name or "")
             parts.append(V4ToolInputStart(id=call.call_id, tool_name=call.name))
         arguments = item.arguments if item.arguments is not None else call.arguments
         self._has_function_call = True

@@ -28,13 +28,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import ClassVar
 
-from pydantic import JsonValue
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from .base import V4InputTokens, V4OutputTokens, V4Usage
 from .errors import ErrorKind, ModelCallError
 
-__all__ = ["chat_usage", "responses_usage", "scrub_secrets", "stream_error"]
+__all__ = ["Loose", "ToolCallBuffer", "chat_usage", "iso_timestamp", "responses_usage", "scrub_secrets", "stream_error"]
 
 # OpenAI error codes (or types) seen in stream error frames, and what they mean for a retry.
 _ERROR_KINDS: dict[str, ErrorKind] = {
@@ -54,6 +56,30 @@ _ERROR_KINDS: dict[str, ErrorKind] = {
 # A billing stop: retrying cannot help.
 _NOT_RETRYABLE = frozenset({"insufficient_quota"})
 _KEY_PATTERN = re.compile(r"\b(sk|sess|rk)-[A-Za-z0-9_\-*.]{4,}")
+
+
+class Loose(BaseModel):
+    """A stream event read leniently: fields this code does not know are kept, never rejected."""
+
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow")
+
+
+class ToolCallBuffer:
+    """A function call's arguments, collected from its streamed deltas."""
+
+    __slots__ = ("arguments", "call_id", "name")
+
+    def __init__(self, call_id: str, name: str) -> None:
+        self.call_id = call_id
+        self.name = name
+        self.arguments = ""
+
+
+def iso_timestamp(seconds: float | None) -> str | None:
+    """A Unix time from OpenAI (`created`, `created_at`) as the SDK's ISO string, `...Z`."""
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
 
 
 def responses_usage(usage: Mapping[str, JsonValue] | None) -> V4Usage:
