@@ -8,6 +8,8 @@
         A JSON array of UIMessages → the model messages as JSON.
     stepline run [--model M] [--tools MODULE] [--sse] [--approve|--deny] PROMPT
         One agent turn in this process (see `run_cli`).
+    stepline dev [--host H] [--port P] [--aws]
+        The API and the durable runtime on this machine (see `stepline.local.dev`).
 
 FILE absent or `-` reads standard input. Invalid input or a protocol violation prints what was
 wrong on standard error and exits non-zero (2 for unreadable input, 1 for a protocol violation).
@@ -130,7 +132,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     convert.set_defaults(handler=_convert)
     add_run_parser(commands)
+    dev = commands.add_parser("dev", help="serve Stepline locally on embedded backends (moto)")
+    dev.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
+    dev.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    dev.add_argument("--aws", action="store_true", help="serve the API over a deployed stack (STEPLINE_* variables)")
+    dev.set_defaults(handler=_dev)
     return parser
+
+
+def _dev(args: argparse.Namespace, out: TextIO) -> None:
+    from .local.dev import serve
+
+    serve(args.host, args.port, aws=args.aws, out=out)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:

@@ -2,39 +2,16 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import boto3
 
 from stepline.aws.dynamodb import DynamoStore
-from tests.support.aws_resources import create_tables
+from stepline.local.backend import TABLES, SerializedWrites
+from stepline.local.resources import create_tables
 
-TABLES = {"AgentTable": "stepline-agent", "EventsTable": "stepline-events"}
-_WRITES = frozenset({"transact_write_items", "put_item", "update_item", "delete_item"})
-
-
-class SerializedWrites:
-    """moto checks a transaction's conditions and applies its writes without a lock, so two threads
-    can both pass `rev = :rev` (seen: duplicated event seqs). Real DynamoDB serialises conflicting
-    writes per item. This proxy restores that guarantee in tests by running moto's writes one at a
-    time; the store's own logic is exercised unchanged (its reads stay concurrent)."""
-
-    def __init__(self, client: Any) -> None:
-        self._client = client
-        self._lock = threading.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._client, name)
-        if name not in _WRITES:
-            return attribute
-
-        def locked(**kwargs: Any) -> Any:
-            with self._lock:
-                return attribute(**kwargs)
-
-        return locked
+__all__ = ["TABLES", "make_dynamo_store"]
 
 
 def make_dynamo_store(**options: Any) -> tuple[DynamoStore, Callable[[], Any]]:

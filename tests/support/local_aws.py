@@ -13,14 +13,13 @@ from moto import mock_aws
 
 from stepline.aws.stepfunctions import StepFunctionsOrchestrator
 from stepline.llm.base import LanguageModel
+from stepline.local.backend import MOTO_CONFIG
 from stepline.local.workflow import LocalWorkflow, install_lambda_router
 from stepline.loop.tools import Tool
 from stepline.runtime.handlers import Handler, handlers
 from stepline.runtime.services import Services
 from stepline.store.records import RunRecord
 from tests.support.dynamo_store import make_dynamo_store
-
-MOTO_CONFIG: Any = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
 
 
 @dataclass

@@ -43,7 +43,7 @@ class Settings(BaseModel):
     events_table: str = Field(alias="STEPLINE_EVENTS_TABLE", min_length=3)
     bucket: str = Field(alias="STEPLINE_BUCKET", min_length=3)
     model: str = Field(alias="STEPLINE_MODEL", pattern=r"^[a-z]+:.+$")
-    tools: str = Field(alias="STEPLINE_TOOLS", default="stepline.tools.demo")
+    tools: str = Field(alias="STEPLINE_TOOLS", default="stepline.tools.workspace")
     state_machine_arn: str | None = Field(alias="STEPLINE_STATE_MACHINE_ARN", default=None)
     approval_timeout_seconds: int = Field(alias="STEPLINE_APPROVAL_TIMEOUT_SECONDS", default=86400, ge=1)
     max_steps: int = Field(alias="STEPLINE_MAX_STEPS", default=25, ge=1, le=1000)
@@ -77,11 +77,12 @@ def _secret(ssm: Any, name: str) -> str:
 
 def build_services(settings: Settings, *, client: Callable[[str], Any] = _client) -> Services:
     """Concrete services for `settings` (`client(name)` makes the boto3 clients)."""
+    blobs = S3BlobStore(settings.bucket, client=client("s3"))
     store = DynamoStore(
         client("dynamodb"),
         agent_table=settings.agent_table,
         events_table=settings.events_table,
-        blobs=S3BlobStore(settings.bucket, client=client("s3")),
+        blobs=blobs,
         delta_retention_ms=settings.event_retention_days * 24 * 3600 * 1000,
     )
     provider = settings.model.partition(":")[0]
@@ -99,6 +100,7 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
     )
     return Services(
         store=store,
+        blobs=blobs,
         model=resolve_model(settings.model, **options),
         orchestrator=orchestrator,
         tools=tools,

@@ -2,7 +2,9 @@
 
     openai:gpt-5.1                   OpenAI (Responses API, falling back to Chat Completions)
     anthropic:claude-sonnet-4-5      Anthropic Messages API
-    scripted:path/to/script.json     the scripted model (tests and demos; no network)
+    scripted:path/to/script.json     the scripted model (tests and demos; no network): a file with a
+                                     top-level "scripts" key is a script book (`ScriptBook`, chosen by
+                                     the prompt alone), any other a script (`ScriptedModel`)
 
 Credentials and endpoints come from each SDK's standard variables (`OPENAI_API_KEY`,
 `OPENAI_BASE_URL`, `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`). Provider SDKs are imported only
@@ -16,13 +18,21 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StepLineError
+from ..protocol._json import loads_strict
 from .base import LanguageModel
+from .script_book import ScriptBook
 from .scripted import ScriptedModel
 
-__all__ = ["DEMO_SCRIPT", "UnknownModelError", "resolve_model"]
+__all__ = ["DEMO_BOOK", "DEMO_SCRIPT", "UnknownModelError", "resolve_model"]
 
-DEMO_SCRIPT = Path(__file__).resolve().parents[1] / "samples" / "demo-script.json"
-"""The scripted demo used when no model is configured."""
+_SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+
+DEMO_SCRIPT = _SAMPLES / "demo-script.json"
+"""The scripted demo `stepline run` uses when no model is configured (one run, the demo tools)."""
+
+DEMO_BOOK = _SAMPLES / "demo-book.json"
+"""The scripted demo book for the default toolset (`stepline.tools.workspace`): stateless, so a
+server or Lambda can play it for any number of conversations."""
 
 _PROVIDERS: dict[str, tuple[str, str]] = {
     "openai": ("stepline.llm.openai", "OpenAIModel"),
@@ -43,6 +53,9 @@ def resolve_model(spec: str, **options: Any) -> LanguageModel:
         path = Path(model_id)
         if not path.is_file():
             raise UnknownModelError(f"scripted model: no script file at {model_id}")
+        data: Any = loads_strict(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and "scripts" in data:
+            return ScriptBook.from_book(data, model_id=path.stem)
         return ScriptedModel.from_file(path)
     if provider not in _PROVIDERS:
         known = ", ".join(["scripted", *_PROVIDERS])

@@ -11,12 +11,16 @@ list of stream parts in the AI SDK's `LanguageModelV4StreamPart` JSON shape (wha
 Every call consumes the next step. A call beyond the script fails loudly (`ScriptExhaustedError`)
 rather than inventing output, and `assert_consumed()` catches a script that was not played to its
 end. The prompts received are kept in `calls` for assertions.
+
+The call counter makes a `ScriptedModel` play one run per process. `stepline.llm.script_book`
+has the stateless kind (its output depends on the prompt only), for a server or AWS Lambda.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -26,7 +30,7 @@ from ..protocol._json import loads_strict
 from .base import ModelCallOptions, ModelCapabilities, ModelStreamPart, parse_stream_part
 from .errors import ModelCallError
 
-__all__ = ["ScriptExhaustedError", "ScriptedModel", "ScriptedStep"]
+__all__ = ["ScriptExhaustedError", "ScriptedModel", "ScriptedStep", "play_step"]
 
 
 class ScriptExhaustedError(StepLineError):
@@ -94,21 +98,31 @@ class ScriptedModel:
             raise ScriptExhaustedError(
                 f"scripted model called {index + 1} times, but the script has {len(self.steps)} steps"
             )
-        step = self.steps[index]
-        for position, part in enumerate(step.parts):
-            if step.raise_error is not None and position == step.raise_after:
-                raise self._error(step.raise_error)
-            if step.delay:
-                await asyncio.sleep(step.delay)
-            yield part
-        if step.raise_error is not None and step.raise_after >= len(step.parts):
-            raise self._error(step.raise_error)
+        async with aclosing(play_step(self.steps[index], provider=self.provider)) as parts:
+            async for part in parts:
+                yield part
 
-    def _error(self, spec: dict[str, Any]) -> ModelCallError:
-        return ModelCallError(
-            str(spec.get("message", f"scripted {spec.get('kind', 'server')} error")),
-            kind=spec.get("kind", "server"),
-            provider=self.provider,
-            status_code=spec.get("status"),
-            retry_after=spec.get("retryAfter"),
-        )
+
+async def play_step(
+    step: ScriptedStep, *, provider: str, parts: Sequence[ModelStreamPart] | None = None
+) -> AsyncGenerator[ModelStreamPart]:
+    """Play one scripted call: its parts (or `parts` in their place), its pacing and its failure."""
+    played = step.parts if parts is None else parts
+    for position, part in enumerate(played):
+        if step.raise_error is not None and position == step.raise_after:
+            raise _error(step.raise_error, provider)
+        if step.delay:
+            await asyncio.sleep(step.delay)
+        yield part
+    if step.raise_error is not None and step.raise_after >= len(played):
+        raise _error(step.raise_error, provider)
+
+
+def _error(spec: dict[str, Any], provider: str) -> ModelCallError:
+    return ModelCallError(
+        str(spec.get("message", f"scripted {spec.get('kind', 'server')} error")),
+        kind=spec.get("kind", "server"),
+        provider=provider,
+        status_code=spec.get("status"),
+        retry_after=spec.get("retryAfter"),
+    )

@@ -168,6 +168,9 @@ class LoopConfig:
     runtime_context: Any = None
     output: type[BaseModel] | None = None
     """Structured output: the final text is parsed into this model."""
+    output_schema: dict[str, JsonValue] | None = None
+    """Structured output from a JSON Schema (when there is no `output` model): the model is asked
+    for JSON of this schema; the caller parses the final text."""
     include: Include = field(default_factory=Include)
     allow_system_in_messages: bool = False
     callbacks: Callbacks = field(default_factory=Callbacks)

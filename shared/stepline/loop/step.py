@@ -179,6 +179,8 @@ def _call_options(config: LoopConfig, messages: list[ModelMessage]) -> ModelCall
     response_format = None
     if config.output is not None:
         response_format = ResponseFormat(schema=config.output.model_json_schema(), name=config.output.__name__)
+    elif config.output_schema is not None:
+        response_format = ResponseFormat(schema=config.output_schema)
     return ModelCallOptions(
         prompt=[*instruction_messages(config.instructions), *prompt_messages(messages)],
         tools=[t.definition() for t in ordered_tools(config)],

@@ -6,6 +6,7 @@ stored parts), so the step can store a parts snapshot that matches the events it
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, cast
@@ -14,12 +15,15 @@ from ..protocol import stream_parts as sp
 from ..protocol.chunks import ResetStepChunk, StartStepChunk, UIMessageChunk, parse_chunk
 from ..protocol.reducer import UIMessageReducer
 from ..protocol.to_chunks import UIChunkMapper, UIStreamOptions
-from ..store.event_batcher import DEFAULT_WINDOW, EventBatcher
+from ..store.errors import TerminalState
+from ..store.event_batcher import DEFAULT_WINDOW, EventBatcher, event_type_of
 from ..store.ports import SnapshotUpdate, Store
 from ..store.records import EventRecord, MessageRecord, NewEvent, RunRecord
 from ..store.replay import chunks_of
 
 __all__ = ["RunRecorder"]
+
+_LOG = logging.getLogger("stepline.runtime")
 
 
 class RunRecorder:
@@ -50,6 +54,8 @@ class RunRecorder:
             self._reducer.apply(parse_chunk(chunk))
         self._skip_start_step = False
         self.last_seq = run.last_event_seq
+        self.closed = False
+        """True once the store refused an append because the run had ended."""
 
     def redo_step(self) -> None:
         """A crashed attempt of this step left events: drop its parts (`reset-step`) and do not open a second step."""
@@ -75,10 +81,28 @@ class RunRecorder:
     def flush(self) -> None:
         self._append(self._batcher.flush())
 
+    def final_event(self, chunks: list[UIMessageChunk]) -> NewEvent:
+        """The run's last event (finish, error or abort), for `finish_run` to append with the end.
+
+        What is still batched is written first; the event itself is left to the store, which
+        appends it in the same transaction that ends the run, so nothing can follow it.
+        """
+        self.flush()
+        for chunk in chunks:
+            self._reducer.apply(chunk)
+        return NewEvent(type=event_type_of(chunks[-1].type), chunks=[c.to_wire() for c in chunks])
+
     def _append(self, events: list[NewEvent]) -> None:
-        if events:
+        if not events or self.closed:
+            return
+        try:
             stored = self._store.append_events(self._run.user_id, self._run.run_id, events, now=self._now())
-            self.last_seq = stored[-1].seq
+        except TerminalState:
+            # The run was ended meanwhile (an abort): its log is closed, and this step's output with it.
+            _LOG.info("run %s has ended; %d events dropped", self._run.run_id, len(events))
+            self.closed = True
+            return
+        self.last_seq = stored[-1].seq
 
     def snapshot(self, metadata: dict[str, Any] | None = None) -> SnapshotUpdate:
         """The parts the client has after the written events (call after `flush`)."""

@@ -15,6 +15,7 @@ from ..llm.base import LanguageModel
 from ..loop.config import ApprovalSetting, LoopConfig
 from ..loop.stop import is_step_count
 from ..loop.tools import Tool
+from ..store.blobs import BlobStore
 from ..store.event_batcher import DEFAULT_WINDOW
 from ..store.ports import Store
 from .guard import StoreToolGuard
@@ -48,6 +49,8 @@ class Services:
 
     store: Store
     model: LanguageModel
+    blobs: BlobStore | None = None
+    """Workspace files and artifacts, for the tools (`RunContext.blobs`); None when there is no bucket."""
     orchestrator: Orchestrator | None = None
     tools: Sequence[Tool] = ()
     tool_approval: Mapping[str, ApprovalSetting] | None = None

@@ -21,12 +21,13 @@ from ..loop.config import AbortSignal
 from ..loop.resume import ClientToolOutput, resume_with_client_outputs, resume_with_decisions
 from ..loop.state import LoopState, StepOutcome
 from ..loop.step import run_step
-from ..protocol.chunks import AbortChunk, ErrorChunk, FinishChunk, StartChunk
+from ..protocol.chunks import AbortChunk, ErrorChunk, FinishChunk, StartChunk, ToolApprovalResponseChunk
 from ..protocol.to_chunks import DEFAULT_ERROR_TEXT
-from ..store.errors import Conflict, NotFound
+from ..store.errors import Conflict, NotFound, TerminalState
 from ..store.history import history_messages
 from ..store.ports import FinishRun, TurnStart, TurnStarted
 from ..store.records import TERMINAL, ApprovalRecord, RunRecord, StepRecordRow, ToolCallRecord
+from ..tools.context import RunContext
 from .recorder import RunRecorder
 from .services import Services
 
@@ -137,10 +138,21 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
     if any(c.get("type") == "start-step" for c in crashed):
         recorder.redo_step()  # a crashed attempt of this step streamed parts: drop them, do not open a second step
     abort = AbortSignal()
-    config = services.loop_config(user_id=user_id, run_id=run_id, claim_token=invocation_id, abort=abort)
+    context = RunContext(
+        user_id=user_id,
+        conversation_id=run.conversation_id,
+        run_id=run_id,
+        message_id=run.assistant_message_id,
+        store=store,
+        blobs=services.blobs,
+    )
+    config = services.loop_config(
+        user_id=user_id, run_id=run_id, claim_token=invocation_id, abort=abort, runtime_context=context
+    )
     watcher = asyncio.create_task(_watch_abort(services, user_id, run_id, abort))
     try:
         if decisions:
+            recorder.write([_response_chunk(d) for d in decisions])
             state = await resume_with_decisions(config, state, decisions, emit=recorder.emit)
         if outputs:
             state = await resume_with_client_outputs(config, state, outputs, emit=recorder.emit)
@@ -153,6 +165,17 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
     if outcome is None:
         return _reply(run, "aborted")
     return _persist(services, run, outcome, recorder)
+
+
+def _response_chunk(decision: ApprovalDecision) -> ToolApprovalResponseChunk:
+    """The decision as the client's own `addToolApprovalResponse` records it on the part.
+
+    The SDK does not stream it on a continuation (the client already holds it); the stored message
+    and a client following the run from elsewhere (the resume stream, another tab) need it.
+    """
+    return ToolApprovalResponseChunk(
+        approval_id=decision.approval_id, approved=decision.approved, reason=decision.reason
+    )
 
 
 async def _step_until_abort(
@@ -446,11 +469,13 @@ def _end(
         return {"userId": user_id, "runId": run_id, "status": run.status}
     message = store.get_message(user_id, run.conversation_id, run.assistant_message_id)
     recorder = RunRecorder(store, run, message, now=services.clock)
-    recorder.write(chunks)
-    recorder.flush()
-    store.finish_run(
-        user_id, run_id, FinishRun(status=status, snapshot=recorder.snapshot(metadata), now=services.clock(), **fields)
-    )
+    event = recorder.final_event(chunks)
+    snapshot = recorder.snapshot(metadata)
+    end = FinishRun(status=status, snapshot=snapshot, event=event, now=services.clock(), **fields)
+    try:
+        store.finish_run(user_id, run_id, end)
+    except TerminalState:  # ended meanwhile (say, aborted while finishing): the first end stands
+        return {"userId": user_id, "runId": run_id, "status": store.get_run(user_id, run_id).status}
     return {"userId": user_id, "runId": run_id, "status": status}
 
 

@@ -6,6 +6,7 @@ backend commits them atomically. Nothing here knows whether it runs in memory or
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -300,8 +301,8 @@ def _append(
 def append_events(
     unit: Unit, user_id: str, run_id: str, events: Sequence[NewEvent], *, now: int, retention: int = DELTA_RETENTION_MS
 ) -> list[EventRecord]:
-    """Append events with the next seqs."""
-    run, stored = _append(unit, _run(unit, user_id, run_id), events, now, retention)
+    """Append events with the next seqs; an ended run's log is closed (its last event is its end)."""
+    run, stored = _append(unit, _live_run(unit, user_id, run_id), events, now, retention)
     unit.put(run)
     return stored
 
@@ -314,9 +315,11 @@ def finish_run(
     if run.status == finish.status:
         return run  # a retried finalize is harmless
     check_move("run", run.status, finish.status)
-    _snapshot(unit, run, finish.snapshot, status=finish.status, now=finish.now)
-    if finish.event is not None:
+    snapshot = finish.snapshot
+    if finish.event is not None:  # the run's last event; the final snapshot includes it
         run = _append(unit, run, [finish.event], finish.now, retention)[0]
+        snapshot = dataclasses.replace(snapshot, snapshot_seq=run.last_event_seq)
+    _snapshot(unit, run, snapshot, status=finish.status, now=finish.now)
     run = _update(
         run,
         status=finish.status,

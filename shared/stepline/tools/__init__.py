@@ -1,7 +1,11 @@
 """Toolsets that ship with Stepline, and how a toolset module is loaded.
 
 A toolset module exposes `TOOLS: list[Tool]` (or `tools()`), and optionally
-`TOOL_APPROVAL: dict[str, ApprovalSetting]`.
+`TOOL_APPROVAL: dict[str, ApprovalSetting]`. Shipped: `stepline.tools.workspace` (the
+conversation's files, artifacts and questions for the user; the default of the worker functions'
+settings) and `stepline.tools.demo` (a made-up forecast and a pretend delete; `stepline run`'s
+default). Tools that need the run (its user, conversation, store) read the `RunContext` of
+`stepline.tools.context`.
 """
 
 from __future__ import annotations

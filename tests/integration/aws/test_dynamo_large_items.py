@@ -11,9 +11,9 @@ import pytest
 from moto import mock_aws
 
 from stepline.aws.s3 import S3BlobStore
+from stepline.local.resources import create_bucket
 from stepline.store.ports import SnapshotUpdate, TurnStart
 from stepline.store.records import NewEvent, StepRecordRow, ToolCallRecord
-from tests.support.aws_resources import create_bucket
 from tests.support.dynamo_store import TABLES, make_dynamo_store
 
 USER = "alice"

@@ -13,10 +13,10 @@ import requests
 from moto import mock_aws
 
 from stepline.aws.s3 import S3BlobStore, make_s3_client
+from stepline.local.resources import create_bucket
 from stepline.store.blobs import BlobIntegrityError, BlobRef, BlobStore, MemoryBlobStore
 from stepline.store.errors import NotFound, StoreError
 from stepline.store.payloads import Offloader, item_size, shrink_to_fit
-from tests.support.aws_resources import create_bucket
 
 BUCKET = "stepline-blobs-test"
 

@@ -13,9 +13,9 @@ from moto import mock_aws
 
 from stepline.aws.wiring import ConfigurationError, Settings, build_services, worker_handler
 from stepline.llm.openai import OpenAIModel
+from stepline.local.resources import create_tables
 from stepline.runtime.handlers import HANDLER_NAMES
 from stepline.store.errors import NotFound
-from tests.support.aws_resources import create_tables
 
 REPO = Path(__file__).resolve().parents[3]
 ENV = {

@@ -396,7 +396,6 @@ def test_every_worker_has_its_code_and_handler(source: Template) -> None:
         assert re.search(rf"^{attribute} = ", app.read_text(), re.MULTILINE), name
 
 
-@pytest.mark.xfail(strict=True, reason="issue 6: the API functions' code (functions/api/) is not written yet")
 def test_api_functions_have_their_code(source: Template) -> None:
     for name, (code_uri, _, _) in API_FUNCTIONS.items():
         handler = source["Resources"][name]["Properties"]["Handler"]

@@ -7,7 +7,8 @@ from typing import Any
 
 import yaml
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
+TEMPLATE = Path(__file__).resolve().parents[3] / "template.yaml"
+"""The repository's SAM template (Stepline runs locally from a checkout)."""
 
 
 class _CfnLoader(yaml.SafeLoader):
@@ -24,14 +25,16 @@ def _tag(loader: yaml.Loader, suffix: str, node: yaml.Node) -> Any:
     return {f"Fn::{suffix}" if suffix != "Ref" else "Ref": value}
 
 
-_CfnLoader.add_multi_constructor("!", _tag)
+_CfnLoader.add_multi_constructor("!", _tag)  # pyright: ignore[reportUnknownMemberType]
 
 
 def load_template() -> dict[str, Any]:
+    """template.yaml, with CloudFormation tags as plain values."""
     return yaml.load(TEMPLATE.read_text(), Loader=_CfnLoader)
 
 
 def resources(kind: str) -> dict[str, dict[str, Any]]:
+    """The properties of the template's resources of one type, by logical id."""
     return {name: r["Properties"] for name, r in load_template()["Resources"].items() if r["Type"] == kind}
 
 

@@ -1,0 +1,120 @@
+"""Who is asking: the user every read and write of a request is scoped to.
+
+- In the cloud, API Gateway's Cognito (JWT) authorizer has already checked the token; its claims
+  reach the app in the Lambda event (`requestContext.authorizer.claims`). Under Mangum that event is
+  `scope["aws.event"]`; under the Lambda Web Adapter it is the `x-amzn-request-context` header,
+  which the adapter sets from the event (replacing any header of that name the caller sent).
+- Locally, `STEPLINE_DEV_TOKENS=token:user,token2:user2` maps bearer tokens to users. Unset, every
+  request is the one default local user (the startup banner says so).
+
+A request without a user is refused with 401 before any handler runs.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Mapping
+from typing import Any, Protocol, cast
+
+from fastapi import HTTPException, Request
+
+from ..protocol._json import loads_strict
+from ..store.records import check_id
+
+__all__ = ["ApiGatewayIdentity", "DevTokens", "Identity", "parse_dev_tokens"]
+
+DEFAULT_LOCAL_USER = "local-user"
+
+
+class Identity(Protocol):
+    """Resolves the user of a request (raises HTTPException 401 when there is none)."""
+
+    def user_of(self, request: Request) -> str: ...
+
+    def describe(self) -> str:
+        """One line for the startup banner."""
+        ...
+
+
+def _unauthorized(detail: str) -> HTTPException:
+    return HTTPException(status_code=401, detail=detail, headers={"www-authenticate": "Bearer"})
+
+
+def _checked(user: str) -> str:
+    try:
+        return check_id(user, "user id")
+    except ValueError:
+        raise _unauthorized("the caller's user id is not usable") from None
+
+
+class ApiGatewayIdentity:
+    """The user is the authorizer's `sub` claim (Cognito user pools or a JWT authorizer)."""
+
+    def __init__(self, claim: str = "sub") -> None:
+        self._claim = claim
+
+    def describe(self) -> str:
+        return f"users from the API Gateway authorizer (claim {self._claim})"
+
+    def user_of(self, request: Request) -> str:
+        context = self._request_context(request)
+        authorizer = cast(dict[str, Any], context.get("authorizer") or {})
+        claims: Any = authorizer.get("claims") or cast(dict[str, Any], authorizer.get("jwt") or {}).get("claims")
+        user = cast(dict[str, Any], claims).get(self._claim) if isinstance(claims, dict) else None
+        if not isinstance(user, str) or not user:
+            raise _unauthorized("no authenticated user on this request")
+        return _checked(user)
+
+    @staticmethod
+    def _request_context(request: Request) -> dict[str, Any]:
+        event = request.scope.get("aws.event")
+        if isinstance(event, dict):
+            return cast(dict[str, Any], cast(dict[str, Any], event).get("requestContext") or {})
+        header = request.headers.get("x-amzn-request-context")
+        if header:
+            try:
+                parsed = loads_strict(header)
+            except ValueError:
+                raise _unauthorized("malformed request context") from None
+            if isinstance(parsed, dict):
+                return cast(dict[str, Any], parsed)
+        return {}
+
+
+def parse_dev_tokens(text: str) -> dict[str, str]:
+    """`token:user,token2:user2` → `{token: user}`; a malformed entry is a ValueError naming it."""
+    tokens: dict[str, str] = {}
+    for position, entry in enumerate(filter(None, (e.strip() for e in text.split(","))), start=1):
+        token, sep, user = entry.partition(":")
+        if not sep or not token or not user:
+            raise ValueError(f"STEPLINE_DEV_TOKENS entry {position} is not token:user")
+        try:
+            tokens[token] = check_id(user, "user id")
+        except ValueError as error:
+            raise ValueError(f"STEPLINE_DEV_TOKENS entry {position}: {error}") from None
+    return tokens
+
+
+class DevTokens:
+    """Local users from bearer tokens; with no tokens configured, everyone is the default user."""
+
+    def __init__(self, tokens: Mapping[str, str] | None = None, *, default_user: str = DEFAULT_LOCAL_USER) -> None:
+        self._tokens = dict(tokens or {})
+        self._default = default_user
+
+    def describe(self) -> str:
+        if not self._tokens:
+            return f"one local user ({self._default}); set STEPLINE_DEV_TOKENS=token:user,... for several"
+        users = sorted(set(self._tokens.values()))
+        return f"{len(users)} users from STEPLINE_DEV_TOKENS (send Authorization: Bearer <token>)"
+
+    def user_of(self, request: Request) -> str:
+        if not self._tokens:
+            return self._default
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            raise _unauthorized("send Authorization: Bearer <token> (a token of STEPLINE_DEV_TOKENS)")
+        for known, user in self._tokens.items():
+            if hmac.compare_digest(known.encode(), token.strip().encode()):
+                return user
+        raise _unauthorized("unknown token")

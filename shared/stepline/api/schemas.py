@@ -1,0 +1,155 @@
+"""The API's request and response bodies (camelCase on the wire, like the AI SDK)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import Path
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic.alias_generators import to_camel
+
+from ..store.records import ApprovalRecord, ConversationRecord, MessageRecord
+
+__all__ = [
+    "AbortResult",
+    "ApprovalDecisionBody",
+    "ApprovalView",
+    "ChatRequestBody",
+    "ConversationDetail",
+    "ConversationList",
+    "ConversationSummary",
+    "Health",
+    "Id",
+    "approval_view",
+    "conversation_detail",
+    "conversation_summary",
+]
+
+Id = Annotated[str, Path(pattern=r"^[A-Za-z0-9._:@+=-]{1,200}$")]
+"""A path id: the characters the store accepts in keys."""
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class ChatRequestBody(_Body):
+    """What `DefaultChatTransport` POSTs (documentation; the route validates it as the SDK does)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    id: str = Field(description="The chat id (Chat.id); a new id starts a new conversation")
+    messages: list[dict[str, Any]] = Field(description="The client's UIMessages; only the last one is used")
+    trigger: Literal["submit-message", "regenerate-message"]
+    message_id: str | None = Field(default=None, description="The message to continue, edit or regenerate")
+
+
+class Health(_Body):
+    """`GET /api/health`."""
+
+    status: Literal["ok"]
+    model: str
+
+
+class ApprovalDecisionBody(_Body):
+    """The approval webhook's body."""
+
+    approved: bool = Field(strict=True)
+    reason: str | None = Field(default=None, max_length=2000)
+
+
+class ApprovalView(_Body):
+    """An approval as the webhook answers it."""
+
+    approval_id: str
+    run_id: str
+    tool_call_id: str
+    tool_name: str
+    status: str
+    decision: Literal["approved", "denied"] | None
+    reason: str | None
+    requested_at: int
+    expires_at: int | None
+
+
+def approval_view(record: ApprovalRecord) -> ApprovalView:
+    """Only stored fields: deciding the same way again answers a byte-identical body."""
+    return ApprovalView(
+        approval_id=record.approval_id,
+        run_id=record.run_id,
+        tool_call_id=record.tool_call_id,
+        tool_name=record.tool_name,
+        status=record.status,
+        decision=record.decision,
+        reason=record.reason,
+        requested_at=record.requested_at,
+        expires_at=record.expires_at,
+    )
+
+
+class AbortResult(_Body):
+    """The run's status after an abort (a run that had already ended keeps its status)."""
+
+    run_id: str
+    status: str
+
+
+class ConversationSummary(_Body):
+    """A conversation in the list."""
+
+    id: str
+    title: str
+    status: str
+    active_run_id: str | None
+    created_at: int
+    updated_at: int
+
+
+class ConversationList(_Body):
+    """One page of conversations, most recently updated first."""
+
+    conversations: list[ConversationSummary]
+    next_cursor: str | None
+
+
+class StoredMessage(_Body):
+    """A stored message as a UIMessage (`id`, `role`, `parts`, `metadata`) plus its state."""
+
+    id: str
+    role: Literal["user", "assistant"]
+    parts: list[dict[str, JsonValue]]
+    metadata: dict[str, JsonValue] | None = None
+    status: str
+    run_id: str | None = None
+
+
+class ConversationDetail(ConversationSummary):
+    """A conversation with its stored messages, oldest first."""
+
+    messages: list[StoredMessage]
+
+
+def conversation_summary(record: ConversationRecord) -> ConversationSummary:
+    """The list entry of a conversation."""
+    return ConversationSummary(
+        id=record.conversation_id,
+        title=record.title,
+        status=record.status,
+        active_run_id=record.active_run_id,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+    )
+
+
+def conversation_detail(record: ConversationRecord, messages: list[MessageRecord]) -> ConversationDetail:
+    """A conversation and its messages."""
+    summary = conversation_summary(record)
+    return ConversationDetail(
+        **summary.model_dump(),
+        messages=[
+            StoredMessage(
+                id=m.message_id, role=m.role, parts=m.parts, metadata=m.metadata, status=m.status, run_id=m.run_id
+            )
+            for m in messages
+        ],
+    )

@@ -1,0 +1,107 @@
+"""Following a run's event log as SSE: what is stored, then the live tail, until the run stops.
+
+The run's workers append chunks to the event log (DynamoDB, consistent reads); this reads them
+back in order with the SSE id `"{seq}.{index}"` of each chunk (`stepline.store.replay`), so a
+client that comes back with `Last-Event-ID` gets exactly what it missed.
+
+A stream ends:
+- when the run has ended and every event was sent: `data: [DONE]`;
+- when the run waits for the user (an approval or a question) and `stop_at_input` is set: also
+  `[DONE]`, so a stock client's `sendAutomaticallyWhen` can send the answer (it only sends once the
+  stream is over). A stream that follows the run through its waits (the resume stream) leaves it
+  unset and keeps the connection open with keep-alive comments until the run goes on;
+- when `max_seconds` is reached (Lambda's 15-minute limit): without `[DONE]`; the client resumes.
+
+The tail never stops a run: a client that goes away only ends its own stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from anyio import to_thread
+
+from ..protocol._json import dumps
+from ..protocol.sse import DONE
+from ..store.ports import Store
+from ..store.records import TERMINAL, EventRecord
+from ..store.replay import WHOLE_EVENT, EventPosition, chunks_after, event_id
+
+__all__ = ["TailOptions", "follow_run", "wait_position"]
+
+_WAITING = frozenset({"waiting_approval", "waiting_user"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TailOptions:
+    """How a stream polls and when it gives up."""
+
+    poll_seconds: float = 0.1
+    max_seconds: float = 840.0
+    """Under Lambda's 15 minutes, with room to close cleanly."""
+    stop_at_input: bool = True
+
+
+def _frame(seq: int, index: int, chunk: Any) -> str:
+    return f"id: {event_id(seq, index)}\ndata: {dumps(chunk)}\n\n"
+
+
+async def follow_run(
+    store: Store,
+    user_id: str,
+    run_id: str,
+    *,
+    after: EventPosition | None = None,
+    options: TailOptions = TailOptions(),
+    clock: Callable[[], int],
+) -> AsyncIterator[str]:
+    """SSE frames of the run's chunks after `after` (all when None), live, until the run stops."""
+    position: EventPosition = after if after is not None else (0, WHOLE_EVENT)
+    deadline = time.monotonic() + options.max_seconds
+    while time.monotonic() < deadline:
+        seq = position[0] if position[1] == WHOLE_EVENT else position[0] - 1
+        events = await to_thread.run_sync(lambda s=seq: store.events_after(user_id, run_id, s, now=clock()))
+        for event in events:
+            for index, chunk in enumerate(event.chunks):
+                if _unseen(event.seq, index, position):
+                    yield _frame(event.seq, index, chunk)
+            position = (event.seq, WHOLE_EVENT)
+        if events:
+            continue
+        run = await to_thread.run_sync(lambda: store.get_run(user_id, run_id))
+        if run.status in TERMINAL["run"] or (options.stop_at_input and run.status in _WAITING):
+            if run.last_event_seq <= position[0]:
+                yield DONE
+                return
+            continue  # events appended between the read and the status: read them first
+        await asyncio.sleep(options.poll_seconds)
+
+
+def _unseen(seq: int, index: int, position: EventPosition) -> bool:
+    seen_seq, seen_index = position
+    return seq > seen_seq or (seq == seen_seq and seen_index != WHOLE_EVENT and index > seen_index)
+
+
+def wait_position(events: Iterable[EventRecord], *, approval_ids: set[str], tool_call_ids: set[str]) -> EventPosition:
+    """Where a run stopped to wait for these approvals or answers: the end of the step that asked.
+
+    A client that answers has everything up to that point (it read the request in that stream),
+    so a continuation streams what comes after it, whether the run still waits or has gone on.
+    Returns the position of the `finish-step` that follows the last request; `(0, -1)` when none
+    of them is in the log.
+    """
+    asked: EventPosition | None = None
+    found: EventPosition | None = None
+    for seq, index, chunk in chunks_after(events):
+        kind = chunk.get("type")
+        if (kind == "tool-approval-request" and chunk.get("approvalId") in approval_ids) or (
+            kind == "tool-input-available" and chunk.get("toolCallId") in tool_call_ids
+        ):
+            asked, found = (seq, index), None
+        elif kind == "finish-step" and asked is not None and found is None:
+            found = (seq, index)
+    return found or asked or (0, WHOLE_EVENT)

@@ -1,0 +1,209 @@
+"""What a `POST /api/chat` does before it streams: start a turn, or route the answers it carries.
+
+The server's stored conversation is the authority; of the posted messages only the new user
+message (a new reply) or the answers in the continued assistant message are used. Posted history
+is never written back, so a client cannot rewrite what the model saw.
+
+- **New reply** (`submit-message` ending with a user message): a new run (`begin_turn`), streamed
+  from its first event. A POST repeated for the same user message while its run is active streams
+  that run again instead of failing (a client retrying after a dropped connection).
+- **Continuation** (`submit-message` ending with the assistant message of a waiting run, what
+  `addToolApprovalResponse` / `addToolOutput` with `sendAutomaticallyWhen` send): each
+  `approval-responded` part goes through the webhook's compare-and-set (`decide`), each output of
+  a question the run waits for through `answer`; then the stream starts with that message's id and
+  carries only what the client does not have yet (after the step that asked).
+- **Regenerate**: the answer being regenerated is superseded and a new run answers the same
+  history (see `regenerate`).
+
+Errors are `ApiError`s with the HTTP status and a message that names what was wrong.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from ..loop.state import LoopState
+from ..protocol._json import dumps
+from ..protocol.parts import UIMessage
+from ..protocol.request import ChatRequest, message_to_wire, plan_turn
+from ..runtime.services import Services
+from ..runtime.worker import answer, begin_turn, decide
+from ..store.errors import ActiveRunExists, Conflict, DecisionConflict, Gone, NotFound
+from ..store.records import TERMINAL, MessageRecord, RunRecord, check_id
+from ..store.replay import EventPosition
+from .errors import ApiError
+from .tail import wait_position
+
+__all__ = ["ChatStream", "latest_run_id", "open_chat"]
+
+_WAITING = frozenset({"waiting_approval", "waiting_user"})
+SETTLE_SECONDS = 10.0
+"""How long a continuation waits for the run to reach its wait (the client can see a request a
+moment before the step that made it is saved)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatStream:
+    """Which run a chat response streams, from where, and what goes before the tail."""
+
+    run_id: str
+    after: EventPosition | None = None
+    prelude: list[str] = field(default_factory=list[str])
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex}"
+
+
+def open_chat(services: Services, user_id: str, request: ChatRequest) -> ChatStream:
+    """Start or continue the turn a chat request asks for (see the module docstring)."""
+    try:
+        conversation_id = check_id(request.id, "chat id")
+    except ValueError as error:
+        raise ApiError(400, f"id: {error}") from None
+    plan = plan_turn(request)
+    if plan.kind == "continuation":
+        return _continue(services, user_id, conversation_id, request.messages[-1])
+    if plan.kind == "regenerate":
+        raise ApiError(400, "trigger: regenerate-message is not supported yet")
+    return _new_reply(services, user_id, conversation_id, request.messages[-1])
+
+
+def _new_reply(services: Services, user_id: str, conversation_id: str, message: UIMessage) -> ChatStream:
+    if message.role != "user":
+        raise ApiError(400, "messages: the last message of a new reply must be a user message")
+    try:
+        started = begin_turn(
+            services,
+            user_id,
+            conversation_id=conversation_id,
+            run_id=new_id("run"),
+            assistant_message_id=new_id("msg"),
+            user_message=message_to_wire(message),
+        )
+    except ActiveRunExists as error:
+        active = _active_run(services, user_id, conversation_id)
+        if active is not None and active.request_message_id == message.id:
+            return ChatStream(run_id=active.run_id)
+        raise ApiError(409, "a run is already active in this chat: wait for it, answer it, or abort it") from error
+    except Conflict as error:
+        raise ApiError(409, f"messages: message id {message.id} is already used in this chat") from error
+    return ChatStream(run_id=started.run.run_id)
+
+
+def latest_run_id(messages: list[MessageRecord]) -> str | None:
+    """The run of the chat's newest assistant message."""
+    return next((m.run_id for m in reversed(messages) if m.role == "assistant" and m.run_id), None)
+
+
+def _active_run(services: Services, user_id: str, conversation_id: str) -> RunRecord | None:
+    try:
+        conversation = services.store.get_conversation(user_id, conversation_id)
+        active = conversation.active_run_id
+        return None if active is None else services.store.get_run(user_id, active)
+    except NotFound:
+        return None
+
+
+# -- continuation ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Answers:
+    decisions: list[tuple[str, bool, str | None]]
+    outputs: list[tuple[str, Any, str | None]]
+
+
+def _answers(message: UIMessage) -> _Answers:
+    decisions: list[tuple[str, bool, str | None]] = []
+    outputs: list[tuple[str, Any, str | None]] = []
+    for part in message_to_wire(message)["parts"]:
+        part = cast(dict[str, Any], part)
+        kind = str(part.get("type", ""))
+        if not (kind.startswith("tool-") or kind == "dynamic-tool"):
+            continue
+        approval = cast(dict[str, Any], part.get("approval") or {})
+        if part.get("state") == "approval-responded" and isinstance(approval.get("approved"), bool):
+            decisions.append((str(approval["id"]), approval["approved"], approval.get("reason")))
+        elif part.get("state") == "output-available":
+            outputs.append((str(part["toolCallId"]), part.get("output"), None))
+        elif part.get("state") == "output-error":
+            outputs.append((str(part["toolCallId"]), None, str(part.get("errorText") or "error")))
+    return _Answers(decisions, outputs)
+
+
+def _continue(services: Services, user_id: str, conversation_id: str, message: UIMessage) -> ChatStream:
+    store = services.store
+    try:
+        stored = store.get_message(user_id, conversation_id, message.id)
+    except NotFound:
+        raise ApiError(404, f"messageId: no message {message.id} in this chat") from None
+    if stored.role != "assistant" or stored.run_id is None:
+        raise ApiError(400, f"messageId: message {message.id} is not an assistant reply")
+    run = _settled(services, user_id, stored.run_id)
+    asked = _questions(services, user_id, run)
+    answers = _answers(message)
+    outputs = [o for o in answers.outputs if o[0] in asked]
+    if not answers.decisions and not outputs:
+        if run.status not in TERMINAL["run"] and run.status not in _WAITING:
+            return ChatStream(run_id=run.run_id, after=_position_now(services, user_id, run), prelude=[_start(stored)])
+        raise ApiError(400, f"messages: message {message.id} carries no approval response or tool output to continue")
+    for approval_id, approved, reason in answers.decisions:
+        _decide(services, user_id, run, approval_id, approved, reason)
+    for tool_call_id, output, error_text in outputs:
+        try:
+            answer(services, user_id, run.run_id, tool_call_id, output=output, error_text=error_text)
+        except Conflict:
+            raise ApiError(409, f"tool call {tool_call_id} was already answered differently") from None
+    events = store.events_after(user_id, run.run_id, 0, now=services.clock())
+    after = wait_position(events, approval_ids={d[0] for d in answers.decisions}, tool_call_ids={o[0] for o in outputs})
+    return ChatStream(run_id=run.run_id, after=after, prelude=[_start(stored)])
+
+
+def _settled(services: Services, user_id: str, run_id: str) -> RunRecord:
+    """The run once it waits or has ended (a request can be answered just before the step is saved)."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while True:
+        run = services.store.get_run(user_id, run_id)
+        if run.status in _WAITING or run.status in TERMINAL["run"] or time.monotonic() > deadline:
+            return run
+        time.sleep(0.05)
+
+
+def _questions(services: Services, user_id: str, run: RunRecord) -> set[str]:
+    """The tool calls the run waits for the client to answer (only those may be answered)."""
+    checkpoint = services.store.latest_checkpoint(user_id, run.run_id)
+    if checkpoint is None:
+        return set()
+    state = LoopState.model_validate(checkpoint.state)
+    return {call.tool_call_id for call in state.pending_client_calls}
+
+
+def _decide(
+    services: Services, user_id: str, run: RunRecord, approval_id: str, approved: bool, reason: str | None
+) -> None:
+    try:
+        approval = services.store.get_approval(user_id, approval_id)
+        if approval.run_id != run.run_id:
+            raise NotFound(approval_id)
+        decide(services, user_id, approval_id, approved=approved, reason=reason)
+    except NotFound:
+        raise ApiError(404, f"approval {approval_id} is not one of this message's requests") from None
+    except DecisionConflict:
+        raise ApiError(409, f"approval {approval_id} was already decided the other way") from None
+    except Gone:
+        pass  # expired: the run already went on with a denial, which the stream shows
+
+
+def _position_now(services: Services, user_id: str, run: RunRecord) -> EventPosition:
+    return (run.last_event_seq, -1)
+
+
+def _start(message: MessageRecord) -> str:
+    chunk: dict[str, Any] = {"type": "start", "messageId": message.message_id}
+    if message.metadata:
+        chunk["messageMetadata"] = message.metadata
+    return f"data: {dumps(chunk)}\n\n"

@@ -1,0 +1,75 @@
+"""The dev server (the same app and local backend `stepline dev` runs) on a free port, in a thread."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from stepline.api.app import ApiOptions
+from stepline.local.dev import DevConfig, DevServer, dev_server
+
+FAST = ApiOptions(poll_seconds=0.02, keep_alive_seconds=1.0)
+
+
+@dataclass
+class Running:
+    url: str
+    server: DevServer
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def client(self, user: str | None = None, **options: Any) -> httpx.Client:
+        headers = {}
+        if user is not None:
+            token = next(t for t, u in self.tokens.items() if u == user)
+            headers["authorization"] = f"Bearer {token}"
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30, **options)
+
+
+def write_book(path: Path, scripts: list[dict[str, Any]], fallback: list[Any] | None = None) -> str:
+    """A script book file for `STEPLINE_MODEL=scripted:<path>`; returns the model spec."""
+    book: dict[str, Any] = {"description": "test book", "scripts": scripts}
+    if fallback is not None:
+        book["fallback"] = {"steps": fallback}
+    path.write_text(json.dumps(book))
+    return f"scripted:{path}"
+
+
+def config(model: str | None = None, *, tokens: dict[str, str] | None = None, **overrides: Any) -> DevConfig:
+    env = {
+        "STEPLINE_MODEL": model or "",
+        "STEPLINE_DEV_TOKENS": ",".join(f"{t}:{u}" for t, u in (tokens or {}).items()),
+    }
+    env.update(overrides)
+    return DevConfig.from_env(env)
+
+
+@contextmanager
+def running(cfg: DevConfig, api: ApiOptions = FAST) -> Iterator[Running]:
+    with dev_server(cfg, api=api) as server:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        uv = uvicorn.Server(uvicorn.Config(server.app, log_level="warning", lifespan="off"))
+        thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not uv.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise RuntimeError("the dev server did not start")
+            time.sleep(0.01)
+        try:
+            yield Running(f"http://127.0.0.1:{port}", server, dict(cfg.tokens))
+        finally:
+            uv.should_exit = True
+            thread.join(10)
+            sock.close()
