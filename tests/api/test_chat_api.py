@@ -321,3 +321,58 @@ def test_openapi_is_published(server: Running) -> None:
     for path in ("/api/chat", "/api/chat/{chat_id}/stream", "/api/approvals/{approval_id}", "/api/runs/{run_id}/abort"):
         assert path in spec["paths"]
     assert "ChatRequestBody" in spec["components"]["schemas"]
+
+
+def test_regenerate_replaces_the_answer_as_the_real_client_asks(server: Running) -> None:
+    with server.client() as client:
+        first = send(client, "regen-chat", "hello")
+        old_id = decode_ui_message_stream(first.text)[0].message_id
+        regenerated = client.post(
+            "/api/chat",
+            json={"id": "regen-chat", "messages": [user_message("hello")], "trigger": "regenerate-message"},
+        )
+        not_a_question = client.post(
+            "/api/chat",
+            json={
+                "id": "regen-chat",
+                "messages": [user_message("hello"), {"id": "a", "role": "assistant", "parts": []}],
+                "trigger": "regenerate-message",
+            },
+        )
+        conversation = stored(client, "regen-chat")
+        then = send(client, "regen-chat", "list my files")
+    chunks = decode_ui_message_stream(regenerated.text)
+    new_id = chunks[0].message_id
+    assert regenerated.status_code == 200 and new_id != old_id and chunks[-1].type == "finish"
+    assert [m["id"] for m in conversation["messages"]] == ["u1", new_id], "the old answer is superseded"
+    assert not_a_question.status_code == 400 and "user message" in not_a_question.json()["error"]["message"]
+    assert then.status_code == 409 and "already in this chat" in then.json()["error"]["message"]
+
+
+def test_regenerate_after_a_new_user_id_is_a_plain_turn(server: Running) -> None:
+    with server.client() as client:
+        send(client, "regen-2", "hello")
+        second = client.post(
+            "/api/chat",
+            json={
+                "id": "regen-2",
+                "messages": [user_message("hello"), user_message("list my files", "u2")],
+                "trigger": "submit-message",
+            },
+        )
+        regenerated = client.post(
+            "/api/chat",
+            json={
+                "id": "regen-2",
+                "messages": [user_message("hello"), user_message("list my files", "u2")],
+                "trigger": "regenerate-message",
+            },
+        )
+        conversation = stored(client, "regen-2")
+    assert second.status_code == 200 and regenerated.status_code == 200
+    roles = [(m["id"], m["role"]) for m in conversation["messages"]]
+    assert [r for _, r in roles] == ["user", "assistant", "user", "assistant"]
+    assert roles[2][0] == "u2"
+    final = conversation["messages"][-1]
+    assert final["id"] == decode_ui_message_stream(regenerated.text)[0].message_id
+    assert any(p.get("type") == "tool-list_files" for p in final["parts"]), "the regenerated answer answers u2"

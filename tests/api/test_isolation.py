@@ -117,6 +117,11 @@ def test_a_s_things_are_untouched_by_b(server: Running, a_ids: dict[str, str]) -
     assert a_chat["status"] == "waiting_approval" and a_chat["activeRunId"] == a_ids["run"]
     assert SECRET in str(a_chat["messages"][0])
     assert artifact.status_code == 307
+    download = httpx.get(server.url + artifact.headers["location"])
+    assert download.status_code == 200 and SECRET in download.text
+    assert "hello.md" in download.headers["content-disposition"]
+    forged = httpx.get(server.url + artifact.headers["location"][:-3] + "abc")
+    assert forged.status_code == 404
 
 
 @pytest.mark.parametrize("headers", [{}, {"authorization": "Bearer nope"}, {"authorization": "Basic token-a"}])

@@ -625,3 +625,52 @@ def test_secrets_are_masked_in_parts_tool_calls_and_events_but_not_in_the_checkp
     # the checkpoint is what an approved tool would run with: kept exact (encrypted at rest, never sent out)
     assert store.latest_checkpoint(USER, "r1") == checkpoint
     assert checkpoint.state == {"input": secret_input}
+
+
+def test_a_regenerated_answer_is_superseded_with_the_new_turn(backend: Backend) -> None:
+    store, _ = backend
+    start(store)
+    finish(store, "completed")
+    regenerated = TurnStart(
+        conversation_id="c1",
+        run_id="r2",
+        assistant_message_id="a-r2",
+        user_message=None,
+        supersede_seqs=(2,),
+        now=3_000,
+    )
+    store.start_turn(USER, regenerated)
+    messages = store.list_messages(USER, "c1").items
+    assert [(m.message_id, m.superseded_by) for m in messages] == [("u-r1", None), ("a-r1", "r2"), ("a-r2", None)]
+
+
+def test_only_a_finished_answer_is_superseded_and_nothing_is_written_otherwise(backend: Backend) -> None:
+    store, dump = backend
+    start(store)
+    store.finish_run(
+        USER, "r1", FinishRun(status="aborted", snapshot=snapshot(), cancel_reason="user_cancelled", now=1_500)
+    )
+    before = dump()
+    for seqs, error in (((9,), NotFound), ((1, 9), NotFound)):
+        turn = TurnStart(
+            conversation_id="c1",
+            run_id="r2",
+            assistant_message_id="a-r2",
+            user_message=None,
+            supersede_seqs=seqs,
+            now=2,
+        )
+        with pytest.raises(error):
+            store.start_turn(USER, turn)
+        assert dump() == before
+
+
+def test_an_ended_runs_log_is_closed(backend: Backend) -> None:
+    store, _ = backend
+    start(store)
+    finish(store, "completed")
+    with pytest.raises(TerminalState):
+        store.append_events(USER, "r1", [NewEvent(type="text", chunks=[{"type": "text-start", "id": "t"}])], now=2_500)
+    run = store.get_run(USER, "r1")
+    message = store.get_message(USER, "c1", "a-r1")
+    assert message.snapshot_seq == run.last_event_seq, "the final snapshot includes the end event"

@@ -151,5 +151,6 @@ def conversation_detail(record: ConversationRecord, messages: list[MessageRecord
                 id=m.message_id, role=m.role, parts=m.parts, metadata=m.metadata, status=m.status, run_id=m.run_id
             )
             for m in messages
+            if m.superseded_by is None
         ],
     )

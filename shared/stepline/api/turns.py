@@ -68,7 +68,7 @@ def open_chat(services: Services, user_id: str, request: ChatRequest) -> ChatStr
     if plan.kind == "continuation":
         return _continue(services, user_id, conversation_id, request.messages[-1])
     if plan.kind == "regenerate":
-        raise ApiError(400, "trigger: regenerate-message is not supported yet")
+        return _regenerate(services, user_id, conversation_id, plan.history)
     return _new_reply(services, user_id, conversation_id, request.messages[-1])
 
 
@@ -90,13 +90,51 @@ def _new_reply(services: Services, user_id: str, conversation_id: str, message: 
             return ChatStream(run_id=active.run_id)
         raise ApiError(409, "a run is already active in this chat: wait for it, answer it, or abort it") from error
     except Conflict as error:
-        raise ApiError(409, f"messages: message id {message.id} is already used in this chat") from error
+        raise ApiError(
+            409,
+            f"messages: message id {message.id} is already in this chat"
+            " (editing an earlier message is not supported; regenerate, or send a new message)",
+        ) from error
     return ChatStream(run_id=started.run.run_id)
 
 
 def latest_run_id(messages: list[MessageRecord]) -> str | None:
     """The run of the chat's newest assistant message."""
-    return next((m.run_id for m in reversed(messages) if m.role == "assistant" and m.run_id), None)
+    return next(
+        (m.run_id for m in reversed(messages) if m.role == "assistant" and m.run_id and m.superseded_by is None), None
+    )
+
+
+def _regenerate(services: Services, user_id: str, conversation_id: str, history: list[UIMessage]) -> ChatStream:
+    """A new answer to the chat's history up to its last user message; the answers after it are superseded.
+
+    The client has already dropped the answer it regenerates (`regenerate()` sends the history
+    without it); the stored conversation keeps it, marked superseded, out of every later history.
+    """
+    if not history or history[-1].role != "user":
+        raise ApiError(400, "messages: a regeneration answers a user message; the list must end with one")
+    try:
+        stored = services.store.list_messages(user_id, conversation_id, limit=10_000).items
+    except NotFound:
+        stored = []
+    current = [m for m in stored if m.superseded_by is None]
+    asked = next((m for m in current if m.message_id == history[-1].id), None)
+    if asked is None:
+        raise ApiError(404, f"messages: message {history[-1].id} is not in this chat")
+    replaced = tuple(m.seq for m in current if m.seq > asked.seq)
+    try:
+        started = begin_turn(
+            services,
+            user_id,
+            conversation_id=conversation_id,
+            run_id=new_id("run"),
+            assistant_message_id=new_id("msg"),
+            user_message=None,
+            supersede_seqs=replaced,
+        )
+    except ActiveRunExists as error:
+        raise ApiError(409, "a run is already active in this chat: wait for it, answer it, or abort it") from error
+    return ChatStream(run_id=started.run.run_id)
 
 
 def _active_run(services: Services, user_id: str, conversation_id: str) -> RunRecord | None:

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from ..aws.dynamodb import DynamoStore
-from ..aws.s3 import S3BlobStore
 from ..aws.stepfunctions import StepFunctionsOrchestrator
 from ..runtime.handlers import Handler, handlers
 from ..runtime.services import Services
+from .links import LocalLinkBlobStore
 from .resources import create_bucket, create_tables
 from .workflow import LocalWorkflow, install_lambda_router
 
@@ -96,7 +96,7 @@ def local_backend(
         create_tables(dynamodb, TABLES)
         s3 = _client("s3")
         create_bucket(s3, BUCKET)
-        blobs = S3BlobStore(BUCKET, client=s3)
+        blobs = LocalLinkBlobStore(BUCKET, client=s3)
         store = DynamoStore(
             SerializedWrites(dynamodb),
             agent_table=TABLES["AgentTable"],

@@ -33,6 +33,7 @@ from ..llm.registry import DEMO_BOOK, resolve_model
 from ..runtime.services import Services
 from ..tools import load_toolset
 from .backend import LocalBackend, local_backend
+from .links import LocalLinkBlobStore, mount_links
 
 __all__ = ["DevConfig", "DevServer", "dev_server", "serve"]
 
@@ -93,7 +94,11 @@ def dev_server(config: DevConfig, *, api: ApiOptions = ApiOptions()) -> Generato
 
     with local_backend(make_services, approval_timeout_seconds=config.approval_timeout_seconds) as backend:
         identity = DevTokens(config.tokens)
-        yield DevServer(create_app(backend.services, identity, api), backend, identity, config)
+        app = create_app(backend.services, identity, api)
+        blobs = backend.services.blobs
+        assert isinstance(blobs, LocalLinkBlobStore)
+        mount_links(app, blobs)
+        yield DevServer(app, backend, identity, config)
 
 
 def banner(server: DevServer, url: str) -> str:

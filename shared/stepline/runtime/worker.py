@@ -61,8 +61,12 @@ def begin_turn(
     assistant_message_id: str,
     user_message: dict[str, Any] | None,
     title: str | None = None,
+    supersede_seqs: tuple[int, ...] = (),
 ) -> TurnStarted:
-    """Write the turn, its initial checkpoint and its `start` event, then start the workflow."""
+    """Write the turn, its initial checkpoint and its `start` event, then start the workflow.
+
+    `supersede_seqs` are the messages a regenerated answer replaces: they leave the history.
+    """
     store, now = services.store, services.clock()
     model = services.model
     metadata: dict[str, Any] = {
@@ -85,13 +89,14 @@ def begin_turn(
             model=model.model_id,
             title=title,
             assistant_metadata=metadata,
+            supersede_seqs=supersede_seqs,
             now=now,
         ),
     )
     earlier = [
         m
         for m in store.list_messages(user_id, conversation_id, limit=10_000).items
-        if m.message_id != assistant_message_id
+        if m.message_id != assistant_message_id and m.superseded_by is None
     ]
     state = LoopState(
         run_id=run_id, message_id=assistant_message_id, started_at=now, messages=history_messages(earlier)

@@ -159,6 +159,13 @@ def start_turn(unit: Unit, user_id: str, turn: TurnStart) -> TurnStarted:
         updated_at=turn.now,
     )
     unit.put(conversation, new=existing is None)
+    for superseded in turn.supersede_seqs:
+        message = unit.message(user_id, turn.conversation_id, superseded)
+        if message is None:
+            raise NotFound(f"message {superseded} of conversation {turn.conversation_id} not found")
+        if message.status not in TERMINAL["message"]:
+            raise Conflict(f"message {message.message_id} is {message.status}; only a finished one is replaced")
+        unit.put(_update(message, superseded_by=turn.run_id))
     if user_message is not None:
         unit.put(user_message, new=True)
     unit.put(assistant, new=True)

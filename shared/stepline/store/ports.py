@@ -67,6 +67,8 @@ class TurnStart:
     model: str = ""
     title: str | None = None
     assistant_metadata: dict[str, JsonValue] | None = None
+    supersede_seqs: tuple[int, ...] = ()
+    """Messages this turn replaces (a regenerated answer): marked `superseded_by` the new run."""
     now: int
 
 

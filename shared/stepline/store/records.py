@@ -122,6 +122,8 @@ class MessageRecord(_Record):
     """The last event seq this parts snapshot includes (a reconnecting client replays after it)."""
     created_at: int
     completed_at: int | None = None
+    superseded_by: str | None = None
+    """The run that regenerated this answer: kept, but no longer part of the conversation."""
 
 
 class RunRecord(_Record):

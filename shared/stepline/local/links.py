@@ -1,0 +1,76 @@
+"""Short-lived download links that work on the local runtime.
+
+On AWS an artifact link is an S3 presigned GET. moto's S3 lives inside the server process, so a
+browser cannot follow such a link; locally the link points at the app itself instead, with the same
+properties: an HMAC-signed capability naming one object, valid until it expires.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import FastAPI, Response
+
+from ..aws.s3 import S3BlobStore
+from ..protocol._json import dumps, loads_strict
+from ..store.blobs import check_expiry, check_key, content_disposition
+from ..store.errors import NotFound
+
+__all__ = ["LINK_PATH", "LocalLinkBlobStore", "mount_links"]
+
+LINK_PATH = "/api/local/blobs"
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class LocalLinkBlobStore(S3BlobStore):
+    """The S3 blob store, with presigned links served by the local app (`mount_links`)."""
+
+    def __init__(self, bucket: str, *, client: Any, clock: Callable[[], float] = time.time) -> None:
+        super().__init__(bucket, client=client)
+        self._secret = secrets.token_bytes(32)
+        self._clock = clock
+
+    def presign_get(self, key: str, *, expires_in: int = 300, filename: str | None = None) -> str:
+        check_key(key)
+        claims = {"k": key, "e": int(self._clock()) + check_expiry(expires_in), "f": filename}
+        payload = _b64(dumps(claims).encode())
+        return f"{LINK_PATH}/{payload}.{self._sign(payload)}"
+
+    def open_link(self, token: str) -> tuple[bytes, str | None]:
+        """The object a link names and its download name; NotFound for a bad or expired link."""
+        payload, _, signature = token.partition(".")
+        if not hmac.compare_digest(signature, self._sign(payload)):
+            raise NotFound("link")
+        claims = loads_strict(_unb64(payload))
+        if not isinstance(claims, dict) or int(claims["e"]) < self._clock():
+            raise NotFound("link")
+        filename = claims.get("f")
+        return self.get_object(str(claims["k"])), filename if isinstance(filename, str) else None
+
+    def _sign(self, payload: str) -> str:
+        return _b64(hmac.new(self._secret, payload.encode(), hashlib.sha256).digest())
+
+
+def mount_links(app: FastAPI, blobs: LocalLinkBlobStore) -> None:
+    """Serve the local links (a capability: whoever holds an unexpired link may download it)."""
+
+    @app.get(f"{LINK_PATH}/{{token}}", include_in_schema=False)
+    def download(token: str) -> Response:
+        data, filename = blobs.open_link(token)
+        headers = {"cache-control": "private, no-store"}
+        if filename:
+            headers["content-disposition"] = content_disposition(filename)
+        return Response(data, media_type="application/octet-stream", headers=headers)
