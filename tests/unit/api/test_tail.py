@@ -1,0 +1,93 @@
+"""Following a run's log: exact resume positions, where a stream stops, and where a wait began."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from stepline.api.tail import TailOptions, follow_run, wait_position
+from stepline.protocol.sse import SseDecoder
+from stepline.store.memory import MemoryStore
+from stepline.store.ports import FinishRun, SnapshotUpdate, TurnStart
+from stepline.store.records import EventRecord, NewEvent
+
+USER, RUN = "u", "r"
+
+
+def store_with_events(batches: list[list[dict[str, Any]]]) -> MemoryStore:
+    store = MemoryStore()
+    store.start_turn(
+        USER,
+        TurnStart(conversation_id="c", run_id=RUN, assistant_message_id="a", user_message=None, now=1),
+    )
+    store.mark_running(USER, RUN, now=1)
+    store.append_events(USER, RUN, [NewEvent(type="x", chunks=chunks) for chunks in batches], now=2)
+    return store
+
+
+def finish(store: MemoryStore) -> None:
+    snapshot = SnapshotUpdate(parts=[], metadata=None, snapshot_seq=0)
+    event = NewEvent(type="finish", chunks=[{"type": "finish"}])
+    store.finish_run(USER, RUN, FinishRun(status="completed", snapshot=snapshot, event=event, now=3))
+
+
+def read(store: MemoryStore, **options: Any) -> list[tuple[str | None, str]]:
+    tail = TailOptions(poll_seconds=0.01, max_seconds=options.pop("max_seconds", 5), **options.pop("tail", {}))
+
+    async def collect() -> list[tuple[str | None, str]]:
+        decoder = SseDecoder()
+        out: list[tuple[str | None, str]] = []
+        async for frame in follow_run(store, USER, RUN, options=tail, clock=lambda: 2, **options):
+            out.extend((e.id, e.data) for e in decoder.feed(frame))
+        return out
+
+    return asyncio.run(collect())
+
+
+def delta(i: int) -> dict[str, Any]:
+    return {"type": "text-delta", "id": "t", "delta": str(i)}
+
+
+def test_a_position_inside_a_batch_resumes_at_the_next_chunk() -> None:
+    store = store_with_events([[{"type": "start"}], [delta(1), delta(2), delta(3)], [{"type": "finish-step"}]])
+    finish(store)
+    everything = read(store)
+    assert [i for i, _ in everything] == ["1.0", "2.0", "2.1", "2.2", "3.0", "4.0", None]
+    assert everything[-1] == (None, "[DONE]")
+    assert read(store, after=(2, 1)) == everything[3:]
+    assert read(store, after=(2, -1)) == everything[4:]
+
+
+def test_a_waiting_run_ends_the_stream_only_when_asked() -> None:
+    store = store_with_events([[{"type": "start"}]])
+    store.request_approval(
+        USER,
+        RUN,
+        approvals=[],
+        tool_calls=[],
+        snapshot=SnapshotUpdate(parts=[], metadata=None, snapshot_seq=1),
+        checkpoint_state={},
+        event=None,
+        now=3,
+    )
+    assert read(store) == [("1.0", '{"type":"start"}'), (None, "[DONE]")]
+    following = read(store, tail={"stop_at_input": False}, max_seconds=0.3)
+    assert following == [("1.0", '{"type":"start"}')], "it follows the run through the wait, then gives up"
+
+
+def event(seq: int, chunks: list[dict[str, Any]]) -> EventRecord:
+    return EventRecord(user_id=USER, run_id=RUN, seq=seq, type="x", chunks=chunks, created_at=0)
+
+
+def test_wait_position_is_the_end_of_the_step_that_asked() -> None:
+    events = [
+        event(1, [{"type": "start"}, {"type": "start-step"}]),
+        event(2, [{"type": "tool-input-available", "toolCallId": "q1"}]),
+        event(3, [{"type": "tool-approval-request", "approvalId": "ap1", "toolCallId": "c1"}, {"type": "finish-step"}]),
+        event(4, [{"type": "tool-output-available", "toolCallId": "c1"}, {"type": "start-step"}]),
+        event(5, [{"type": "finish-step"}]),
+    ]
+    assert wait_position(events, approval_ids={"ap1"}, tool_call_ids=set()) == (3, 1)
+    assert wait_position(events, approval_ids=set(), tool_call_ids={"q1"}) == (3, 1)
+    assert wait_position(events, approval_ids={"ap1"}, tool_call_ids={"q1"}) == (3, 1)
+    assert wait_position(events, approval_ids={"nope"}, tool_call_ids=set()) == (0, -1)
