@@ -61,7 +61,12 @@ POWERTOOLS_LAYER = re.compile(
     r"AWSLambdaPowertoolsPythonV3-python313-arm64:(\d+)$"
 )
 WEB_ADAPTER_LAYER = "arn:${AWS::Partition}:lambda:${AWS::Region}:753240598075:layer:LambdaAdapterLayerArm64:27"
-STREAM_ROUTES = {("/api/chat", "post"), ("/api/chat/{id}/stream", "get")}
+STREAM_ROUTES = {
+    ("/api/chat", "post"),
+    ("/api/chat/{id}/stream", "get"),
+    ("/api/completion", "post"),
+    ("/api/object", "post"),
+}
 
 # The only grants allowed on Resource "*". Each is an AWS requirement, not a convenience.
 MANAGED_POLICY_EXCEPTIONS = {
@@ -510,3 +515,22 @@ def test_every_log_group_has_a_retention(translated: Template) -> None:
     for name in FUNCTIONS:
         config = translated["Resources"][name]["Properties"]["LoggingConfig"]
         assert config["LogGroup"]["Ref"] in groups, name
+
+
+def test_the_app_streams_exactly_the_routes_the_template_streams() -> None:
+    from fastapi.responses import StreamingResponse
+    from fastapi.routing import APIRoute
+
+    from stepline.api import DevTokens, create_app
+    from stepline.llm.scripted import ScriptedModel
+    from stepline.runtime.services import Services
+    from stepline.store.memory import MemoryStore
+
+    app = create_app(Services(store=MemoryStore(), model=ScriptedModel(steps=[])), DevTokens())
+    streamed = {
+        (route.path.replace("{chat_id}", "{id}"), method.lower())
+        for route in app.routes
+        if isinstance(route, APIRoute) and route.response_class is StreamingResponse
+        for method in route.methods
+    }
+    assert streamed == STREAM_ROUTES
