@@ -81,6 +81,15 @@ class RunRecorder:
     def flush(self) -> None:
         self._append(self._batcher.flush())
 
+    def tick(self) -> float | None:
+        """Write held deltas whose window has passed; returns when the next ones are due (monotonic).
+
+        Deltas are otherwise written when the next chunk arrives: without a timer, text produced
+        just before the model pauses (a slow tool input, a provider stall) would wait for the pause.
+        """
+        self._append(self._batcher.poll())
+        return self._batcher.next_deadline()
+
     def final_event(self, chunks: list[UIMessageChunk]) -> NewEvent:
         """The run's last event (finish, error or abort), for `finish_run` to append with the end.
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any, Literal, cast
 
 from pydantic import JsonValue
@@ -155,6 +156,7 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
         user_id=user_id, run_id=run_id, claim_token=invocation_id, abort=abort, runtime_context=context
     )
     watcher = asyncio.create_task(_watch_abort(services, user_id, run_id, abort))
+    timer = asyncio.create_task(_flush_on_time(recorder, services.delta_window))
     try:
         if decisions:
             recorder.write([_response_chunk(d) for d in decisions])
@@ -163,9 +165,10 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
             state = await resume_with_client_outputs(config, state, outputs, emit=recorder.emit)
         outcome = await _step_until_abort(config, state, recorder, abort)
     finally:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
+        for task in (watcher, timer):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
     recorder.flush()
     if outcome is None:
         return _reply(run, "aborted")
@@ -196,6 +199,13 @@ async def _step_until_abort(
     with contextlib.suppress(asyncio.CancelledError):
         await step
     return None
+
+
+async def _flush_on_time(recorder: RunRecorder, window: float) -> None:
+    """Write held deltas when their window passes, also while the model is silent."""
+    while True:
+        due = recorder.tick()
+        await asyncio.sleep(window if due is None else max(due - time.monotonic(), 0.005))
 
 
 async def _watch_abort(services: Services, user_id: str, run_id: str, abort: AbortSignal) -> None:
