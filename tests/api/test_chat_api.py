@@ -290,16 +290,41 @@ def test_a_conversation_with_an_active_run_is_not_deleted(server: Running) -> No
     assert refused.status_code == 409
 
 
-def test_a_second_message_while_a_run_waits_is_a_409_but_a_retried_post_resumes(server: Running) -> None:
+def test_a_retried_post_resumes_and_a_new_message_leaves_the_waiting_run_incomplete(server: Running) -> None:
     with server.client() as client:
         first = send(client, "retry-chat", "write a note")
+        request = approval_request(first)
         retried = send(client, "retry-chat", "write a note")
+        moved_on = client.post(
+            "/api/chat",
+            json={"id": "retry-chat", "messages": [user_message("hello", "u2")], "trigger": "submit-message"},
+        )
+        late = client.post(f"/api/approvals/{request['approvalId']}", json={"approved": True})
+        conversation = stored(client, "retry-chat")
+    assert retried.status_code == 200 and frames(retried.text) == frames(first.text)
+    assert moved_on.status_code == 200 and decode_ui_message_stream(moved_on.text)[-1].type == "finish"
+    old = conversation["messages"][1]
+    assert old["status"] == "aborted" and old["metadata"]["abort"]["reason"] == "new_user_message"
+    tool = next(p for p in old["parts"] if p.get("toolCallId") == request["toolCallId"])
+    assert tool["state"] == "approval-requested", "never decided, never run"
+    assert late.status_code == 410
+    assert [m["role"] for m in conversation["messages"]] == ["user", "assistant", "user", "assistant"]
+
+
+def test_a_new_message_while_a_run_works_is_a_409(server: Running) -> None:
+    with server.client() as client:
+        poster = threading.Thread(target=lambda: send(client, "busy-409", "go slowly"))
+        poster.start()
+        deadline = time.monotonic() + 10
+        while client.get("/api/conversations/busy-409").json().get("status") != "running":
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
         other = client.post(
             "/api/chat",
-            json={"id": "retry-chat", "messages": [user_message("hi", "u2")], "trigger": "submit-message"},
+            json={"id": "busy-409", "messages": [user_message("hi", "u2")], "trigger": "submit-message"},
         )
-    assert retried.status_code == 200 and frames(retried.text) == frames(first.text)
-    assert other.status_code == 409 and "active" in other.json()["error"]["message"]
+        poster.join(20)
+    assert other.status_code == 409 and "working" in other.json()["error"]["message"]
 
 
 def test_completion_and_object_streams(server: Running) -> None:

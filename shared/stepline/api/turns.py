@@ -30,7 +30,7 @@ from ..protocol._json import dumps
 from ..protocol.parts import UIMessage
 from ..protocol.request import ChatRequest, message_to_wire, plan_turn
 from ..runtime.services import Services
-from ..runtime.worker import answer, begin_turn, decide
+from ..runtime.worker import abort_run, answer, begin_turn, decide
 from ..store.errors import ActiveRunExists, Conflict, DecisionConflict, Gone, NotFound
 from ..store.records import TERMINAL, MessageRecord, RunRecord, check_id
 from ..store.replay import EventPosition
@@ -40,6 +40,8 @@ from .tail import wait_position
 __all__ = ["ChatStream", "latest_run_id", "open_chat"]
 
 _WAITING = frozenset({"waiting_approval", "waiting_user"})
+MOVED_ON = "new_user_message"
+"""The abort reason of a waiting run the user left unanswered by sending a new message."""
 SETTLE_SECONDS = 10.0
 """How long a continuation waits for the run to reach its wait (the client can see a request a
 moment before the step that made it is saved)."""
@@ -73,8 +75,27 @@ def open_chat(services: Services, user_id: str, request: ChatRequest) -> ChatStr
 
 
 def _new_reply(services: Services, user_id: str, conversation_id: str, message: UIMessage) -> ChatStream:
+    """A new run for a new user message.
+
+    A run still waiting for the user (an approval, a question) is closed first: the user moved on
+    without answering (spec 000: the old turn becomes incomplete), and its pending approvals expire.
+    A run that is working is left alone (409).
+    """
     if message.role != "user":
         raise ApiError(400, "messages: the last message of a new reply must be a user message")
+    try:
+        return _start_reply(services, user_id, conversation_id, message)
+    except ActiveRunExists:
+        active = _active_run(services, user_id, conversation_id)
+        if active is not None and active.request_message_id == message.id:
+            return ChatStream(run_id=active.run_id)  # the same POST again: stream that run
+        if active is None or active.status not in _WAITING:
+            raise ApiError(409, "a run is already working in this chat: wait for it, or abort it") from None
+    abort_run(services, user_id, active.run_id, reason=MOVED_ON)
+    return _start_reply(services, user_id, conversation_id, message)
+
+
+def _start_reply(services: Services, user_id: str, conversation_id: str, message: UIMessage) -> ChatStream:
     try:
         started = begin_turn(
             services,
@@ -84,11 +105,8 @@ def _new_reply(services: Services, user_id: str, conversation_id: str, message: 
             assistant_message_id=new_id("msg"),
             user_message=message_to_wire(message),
         )
-    except ActiveRunExists as error:
-        active = _active_run(services, user_id, conversation_id)
-        if active is not None and active.request_message_id == message.id:
-            return ChatStream(run_id=active.run_id)
-        raise ApiError(409, "a run is already active in this chat: wait for it, answer it, or abort it") from error
+    except ActiveRunExists:
+        raise
     except Conflict as error:
         raise ApiError(
             409,
