@@ -8,7 +8,15 @@ from typing import Any
 
 import pytest
 
-from stepline.store.errors import ActiveRunExists, Conflict, DecisionConflict, Gone, NotFound, TerminalState
+from stepline.store.errors import (
+    ActiveRunExists,
+    ConcurrentUpdate,
+    Conflict,
+    DecisionConflict,
+    Gone,
+    NotFound,
+    TerminalState,
+)
 from stepline.store.ports import FinishRun, SnapshotUpdate, Store, TurnStart
 from stepline.store.records import ApprovalRecord, ArtifactRecord, NewEvent, StepRecordRow, ToolCallRecord
 
@@ -674,3 +682,19 @@ def test_an_ended_runs_log_is_closed(backend: Backend) -> None:
     run = store.get_run(USER, "r1")
     message = store.get_message(USER, "c1", "a-r1")
     assert message.snapshot_seq == run.last_event_seq, "the final snapshot includes the end event"
+
+
+def test_an_end_built_before_the_last_events_is_refused_and_nothing_is_written(backend: Backend) -> None:
+    store, dump = backend
+    start(store)
+    store.append_events(USER, "r1", [NewEvent(type="text", chunks=[{"type": "text-start", "id": "t"}])], now=1_200)
+    before = dump()
+    stale = FinishRun(
+        status="aborted",
+        snapshot=snapshot(seq=0),
+        event=NewEvent(type="abort", chunks=[{"type": "abort"}]),
+        now=1_300,
+    )
+    with pytest.raises(ConcurrentUpdate):
+        store.finish_run(USER, "r1", stale)
+    assert dump() == before

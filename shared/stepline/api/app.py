@@ -136,7 +136,10 @@ def create_app(services: Services, identity: Identity, options: ApiOptions = Api
             for frame in chat.prelude:
                 yield frame
             follow = TailOptions(
-                poll_seconds=tail.poll_seconds, max_seconds=tail.max_seconds, stop_at_input=stop_at_input
+                poll_seconds=tail.poll_seconds,
+                max_seconds=tail.max_seconds,
+                stop_at_input=stop_at_input,
+                input_grace_seconds=chat.input_grace,
             )
             async for frame in follow_run(
                 store, user_id, chat.run_id, after=chat.after, options=follow, clock=services.clock

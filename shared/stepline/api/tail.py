@@ -44,6 +44,9 @@ class TailOptions:
     max_seconds: float = 840.0
     """Under Lambda's 15 minutes, with room to close cleanly."""
     stop_at_input: bool = True
+    input_grace_seconds: float = 0.0
+    """A wait only ends the stream once something was sent, or after this long. A continuation
+    needs it: the run still reads waiting until its worker picks up the answer just given."""
 
 
 def _frame(seq: int, index: int, chunk: Any) -> str:
@@ -61,7 +64,9 @@ async def follow_run(
 ) -> AsyncIterator[str]:
     """SSE frames of the run's chunks after `after` (all when None), live, until the run stops."""
     position: EventPosition = after if after is not None else (0, WHOLE_EVENT)
-    deadline = time.monotonic() + options.max_seconds
+    started = time.monotonic()
+    deadline = started + options.max_seconds
+    sent = False
     while time.monotonic() < deadline:
         seq = position[0] if position[1] == WHOLE_EVENT else position[0] - 1
         events = await to_thread.run_sync(lambda s=seq: store.events_after(user_id, run_id, s, now=clock()))
@@ -69,11 +74,13 @@ async def follow_run(
             for index, chunk in enumerate(event.chunks):
                 if _unseen(event.seq, index, position):
                     yield _frame(event.seq, index, chunk)
+                    sent = True
             position = (event.seq, WHOLE_EVENT)
         if events:
             continue
         run = await to_thread.run_sync(lambda: store.get_run(user_id, run_id))
-        if run.status in TERMINAL["run"] or (options.stop_at_input and run.status in _WAITING):
+        waited = sent or time.monotonic() - started >= options.input_grace_seconds
+        if run.status in TERMINAL["run"] or (options.stop_at_input and run.status in _WAITING and waited):
             if run.last_event_seq <= position[0]:
                 yield DONE
                 return

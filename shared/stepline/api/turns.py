@@ -54,6 +54,8 @@ class ChatStream:
     run_id: str
     after: EventPosition | None = None
     prelude: list[str] = field(default_factory=list[str])
+    input_grace: float = 0.0
+    """See `TailOptions.input_grace_seconds` (a continuation's run still reads waiting for a moment)."""
 
 
 def new_id(prefix: str) -> str:
@@ -216,7 +218,7 @@ def _continue(services: Services, user_id: str, conversation_id: str, message: U
             raise ApiError(409, f"tool call {tool_call_id} was already answered differently") from None
     events = store.events_after(user_id, run.run_id, 0, now=services.clock())
     after = wait_position(events, approval_ids={d[0] for d in answers.decisions}, tool_call_ids={o[0] for o in outputs})
-    return ChatStream(run_id=run.run_id, after=after, prelude=[_start(stored)])
+    return ChatStream(run_id=run.run_id, after=after, prelude=[_start(stored)], input_grace=SETTLE_SECONDS)
 
 
 def _settled(services: Services, user_id: str, run_id: str) -> RunRecord:

@@ -22,9 +22,16 @@ from ..loop.config import AbortSignal
 from ..loop.resume import ClientToolOutput, resume_with_client_outputs, resume_with_decisions
 from ..loop.state import LoopState, StepOutcome
 from ..loop.step import run_step
-from ..protocol.chunks import AbortChunk, ErrorChunk, FinishChunk, StartChunk, ToolApprovalResponseChunk
+from ..protocol.chunks import (
+    AbortChunk,
+    ErrorChunk,
+    FinishChunk,
+    MessageMetadataChunk,
+    StartChunk,
+    ToolApprovalResponseChunk,
+)
 from ..protocol.to_chunks import DEFAULT_ERROR_TEXT
-from ..store.errors import Conflict, NotFound, TerminalState
+from ..store.errors import ConcurrentUpdate, Conflict, NotFound, TerminalState
 from ..store.history import history_messages
 from ..store.ports import FinishRun, TurnStart, TurnStarted
 from ..store.records import TERMINAL, ApprovalRecord, RunRecord, StepRecordRow, ToolCallRecord
@@ -48,6 +55,7 @@ _LOG = logging.getLogger("stepline.runtime")
 Next = Literal["continue", "await-approval", "await-client", "finished", "failed", "aborted"]
 _TERMINAL_NEXT: dict[str, Next] = {"completed": "finished", "failed": "failed", "aborted": "aborted"}
 ABORT_POLL_SECONDS = 1.0
+_END_ATTEMPTS = 5
 
 
 # -- starting a turn --------------------------------------------------------------------------------
@@ -181,9 +189,8 @@ def _response_chunk(decision: ApprovalDecision) -> ToolApprovalResponseChunk:
     The SDK does not stream it on a continuation (the client already holds it); the stored message
     and a client following the run from elsewhere (the resume stream, another tab) need it.
     """
-    return ToolApprovalResponseChunk(
-        approval_id=decision.approval_id, approved=decision.approved, reason=decision.reason
-    )
+    reason = {"reason": decision.reason} if decision.reason is not None else {}  # absent, never null
+    return ToolApprovalResponseChunk(approval_id=decision.approval_id, approved=decision.approved, **reason)
 
 
 async def _step_until_abort(
@@ -479,19 +486,26 @@ def _end(
     **fields: Any,
 ) -> dict[str, Any]:
     store = services.store
-    run = store.get_run(user_id, run_id)
-    if run.status in TERMINAL["run"]:
-        return {"userId": user_id, "runId": run_id, "status": run.status}
-    message = store.get_message(user_id, run.conversation_id, run.assistant_message_id)
-    recorder = RunRecorder(store, run, message, now=services.clock)
-    event = recorder.final_event(chunks)
-    snapshot = recorder.snapshot(metadata)
-    end = FinishRun(status=status, snapshot=snapshot, event=event, now=services.clock(), **fields)
-    try:
-        store.finish_run(user_id, run_id, end)
-    except TerminalState:  # ended meanwhile (say, aborted while finishing): the first end stands
-        return {"userId": user_id, "runId": run_id, "status": store.get_run(user_id, run_id).status}
-    return {"userId": user_id, "runId": run_id, "status": status}
+    for _ in range(_END_ATTEMPTS):
+        run = store.get_run(user_id, run_id)
+        if run.status in TERMINAL["run"]:
+            return {"userId": user_id, "runId": run_id, "status": run.status}
+        message = store.get_message(user_id, run.conversation_id, run.assistant_message_id)
+        # What a step still streaming has written since the last snapshot is in the final message too.
+        written = store.events_after(user_id, run_id, message.snapshot_seq, now=services.clock())
+        recorder = RunRecorder(store, run, message, now=services.clock, replay=written)
+        event = recorder.final_event(chunks)
+        end = FinishRun(
+            status=status, snapshot=recorder.snapshot(metadata), event=event, now=services.clock(), **fields
+        )
+        try:
+            store.finish_run(user_id, run_id, end)
+        except ConcurrentUpdate:  # a step appended meanwhile: the snapshot would miss it, build it again
+            continue
+        except TerminalState:  # ended meanwhile (say, aborted while finishing): the first end stands
+            break
+        return {"userId": user_id, "runId": run_id, "status": status}
+    return {"userId": user_id, "runId": run_id, "status": store.get_run(user_id, run_id).status}
 
 
 def finalize_run(services: Services, user_id: str, run_id: str) -> dict[str, Any]:
@@ -518,7 +532,7 @@ def fail_run(services: Services, user_id: str, run_id: str, message: str, code: 
     now = services.clock()
     info: dict[str, Any] = {"message": message, "at": now, **({"code": code} if code else {})}
     metadata: dict[str, Any] = {"completedAt": now, "finishReason": "error", "error": info}
-    chunks = [ErrorChunk(error_text=DEFAULT_ERROR_TEXT)]
+    chunks = [MessageMetadataChunk(message_metadata=metadata), ErrorChunk(error_text=DEFAULT_ERROR_TEXT)]
     return _end(services, user_id, run_id, chunks, "failed", metadata, error=info, finish_reason="error")
 
 
@@ -526,7 +540,8 @@ def abort_run(services: Services, user_id: str, run_id: str, *, reason: str = "u
     """Stop a run on purpose (a dropped connection is not one): aborted, the workflow stopped."""
     now = services.clock()
     metadata: dict[str, Any] = {"completedAt": now, "abort": {"reason": reason, "at": now}}
-    result = _end(services, user_id, run_id, [AbortChunk(reason=reason)], "aborted", metadata, cancel_reason=reason)
+    chunks = [MessageMetadataChunk(message_metadata=metadata), AbortChunk(reason=reason)]
+    result = _end(services, user_id, run_id, chunks, "aborted", metadata, cancel_reason=reason)
     if services.orchestrator is not None:
         services.orchestrator.stop_run(user_id, run_id)
     return result

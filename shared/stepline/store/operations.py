@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, JsonValue
 
-from .errors import ActiveRunExists, Conflict, DecisionConflict, Gone, NotFound, TerminalState
+from .errors import ActiveRunExists, ConcurrentUpdate, Conflict, DecisionConflict, Gone, NotFound, TerminalState
 from .ports import ClaimResult, DecisionResult, FinishRun, SnapshotUpdate, TurnStart, TurnStarted
 from .records import (
     TERMINAL,
@@ -323,6 +323,8 @@ def finish_run(
         return run  # a retried finalize is harmless
     check_move("run", run.status, finish.status)
     snapshot = finish.snapshot
+    if finish.event is not None and run.last_event_seq > snapshot.snapshot_seq:
+        raise ConcurrentUpdate(f"run {run_id} has events after the final snapshot; build it again")
     if finish.event is not None:  # the run's last event; the final snapshot includes it
         run = _append(unit, run, [finish.event], finish.now, retention)[0]
         snapshot = dataclasses.replace(snapshot, snapshot_seq=run.last_event_seq)

@@ -26,7 +26,7 @@ def store_with_events(batches: list[list[dict[str, Any]]]) -> MemoryStore:
 
 
 def finish(store: MemoryStore) -> None:
-    snapshot = SnapshotUpdate(parts=[], metadata=None, snapshot_seq=0)
+    snapshot = SnapshotUpdate(parts=[], metadata=None, snapshot_seq=store.get_run(USER, RUN).last_event_seq)
     event = NewEvent(type="finish", chunks=[{"type": "finish"}])
     store.finish_run(USER, RUN, FinishRun(status="completed", snapshot=snapshot, event=event, now=3))
 
