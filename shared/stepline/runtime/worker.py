@@ -189,8 +189,10 @@ def _response_chunk(decision: ApprovalDecision) -> ToolApprovalResponseChunk:
     The SDK does not stream it on a continuation (the client already holds it); the stored message
     and a client following the run from elsewhere (the resume stream, another tab) need it.
     """
-    reason = {"reason": decision.reason} if decision.reason is not None else {}  # absent, never null
-    return ToolApprovalResponseChunk(approval_id=decision.approval_id, approved=decision.approved, **reason)
+    chunk = ToolApprovalResponseChunk(approval_id=decision.approval_id, approved=decision.approved)
+    if decision.reason is not None:  # set only when there is one: absent on the wire, never null
+        chunk.reason = decision.reason
+    return chunk
 
 
 async def _step_until_abort(
