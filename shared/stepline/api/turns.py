@@ -97,16 +97,29 @@ def _new_reply(services: Services, user_id: str, conversation_id: str, message: 
     return _start_reply(services, user_id, conversation_id, message)
 
 
+def _begin(
+    services: Services,
+    user_id: str,
+    conversation_id: str,
+    *,
+    user_message: dict[str, Any] | None,
+    supersede_seqs: tuple[int, ...] = (),
+) -> ChatStream:
+    started = begin_turn(
+        services,
+        user_id,
+        conversation_id=conversation_id,
+        run_id=new_id("run"),
+        assistant_message_id=new_id("msg"),
+        user_message=user_message,
+        supersede_seqs=supersede_seqs,
+    )
+    return ChatStream(run_id=started.run.run_id)
+
+
 def _start_reply(services: Services, user_id: str, conversation_id: str, message: UIMessage) -> ChatStream:
     try:
-        started = begin_turn(
-            services,
-            user_id,
-            conversation_id=conversation_id,
-            run_id=new_id("run"),
-            assistant_message_id=new_id("msg"),
-            user_message=message_to_wire(message),
-        )
+        return _begin(services, user_id, conversation_id, user_message=message_to_wire(message))
     except ActiveRunExists:
         raise
     except Conflict as error:
@@ -115,7 +128,6 @@ def _start_reply(services: Services, user_id: str, conversation_id: str, message
             f"messages: message id {message.id} is already in this chat"
             " (editing an earlier message is not supported; regenerate, or send a new message)",
         ) from error
-    return ChatStream(run_id=started.run.run_id)
 
 
 def latest_run_id(messages: list[MessageRecord]) -> str | None:
@@ -143,18 +155,9 @@ def _regenerate(services: Services, user_id: str, conversation_id: str, history:
         raise ApiError(404, f"messages: message {history[-1].id} is not in this chat")
     replaced = tuple(m.seq for m in current if m.seq > asked.seq)
     try:
-        started = begin_turn(
-            services,
-            user_id,
-            conversation_id=conversation_id,
-            run_id=new_id("run"),
-            assistant_message_id=new_id("msg"),
-            user_message=None,
-            supersede_seqs=replaced,
-        )
+        return _begin(services, user_id, conversation_id, user_message=None, supersede_seqs=replaced)
     except ActiveRunExists as error:
         raise ApiError(409, "a run is already active in this chat: wait for it, answer it, or abort it") from error
-    return ChatStream(run_id=started.run.run_id)
 
 
 def _active_run(services: Services, user_id: str, conversation_id: str) -> RunRecord | None:
