@@ -330,11 +330,17 @@ def test_a_new_message_while_a_run_works_is_a_409(server: Running) -> None:
 def test_completion_and_object_streams(server: Running) -> None:
     with server.client() as client:
         completion = client.post("/api/completion", json={"prompt": "say hello", "temperature": 0.2})
+        as_data = client.post("/api/completion", params={"protocol": "data"}, json={"prompt": "say hello"})
+        bad_protocol = client.post("/api/completion", params={"protocol": "xml"}, json={"prompt": "x"})
         empty = client.post("/api/completion", json={"prompt": ""})
         obj = client.post("/api/object", json={"input": "hello", "schema": {"type": "object"}})
         no_schema = client.post("/api/object", json={"input": "hello"})
     assert completion.status_code == 200 and completion.headers["content-type"].startswith("text/plain")
     assert "scripted demo" in completion.text
+    assert as_data.headers["x-vercel-ai-ui-message-stream"] == "v1"
+    deltas = "".join(c.delta for c in decode_ui_message_stream(as_data.text) if c.type == "text-delta")
+    assert deltas == completion.text, "the same completion, as the stock useCompletion reads it"
+    assert bad_protocol.status_code == 400 and "protocol" in bad_protocol.json()["error"]["message"]
     assert empty.status_code == 400 and "prompt" in empty.json()["error"]["message"]
     assert obj.status_code == 200
     assert no_schema.status_code == 400 and "schema" in no_schema.json()["error"]["message"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from anyio import to_thread
 from fastapi import Depends, FastAPI, Header, Query, Request, Response
@@ -32,7 +32,7 @@ from ..store.replay import EventPosition, parse_event_id
 from ..store.workspace import workspace_prefix
 from .errors import ApiError, error_body, error_response
 from .identity import Identity
-from .oneshot import CompletionRequest, ObjectRequest, completion_text, object_text
+from .oneshot import CompletionRequest, ObjectRequest, completion_sse, completion_text, object_text
 from .schemas import (
     AbortResult,
     ApprovalDecisionBody,
@@ -237,8 +237,12 @@ def create_app(services: Services, identity: Identity, options: ApiOptions = Api
         return RedirectResponse(link, status_code=307, headers={"cache-control": "no-store"})
 
     @app.post("/api/completion", tags=["text"], response_class=StreamingResponse)
-    async def completion(body: CompletionRequest, user_id: User) -> StreamingResponse:
-        """`useCompletion`: the completion of `prompt` as a plain text stream."""
+    async def completion(
+        body: CompletionRequest, user_id: User, protocol: Literal["text", "data"] = "text"
+    ) -> StreamingResponse:
+        """`useCompletion`: the completion of `prompt` as plain text, or (`?protocol=data`) a UI Message Stream."""
+        if protocol == "data":
+            return sse(completion_sse(services, body))
         return StreamingResponse(completion_text(services, body), media_type="text/plain; charset=utf-8")
 
     @app.post("/api/object", tags=["text"], response_class=StreamingResponse)

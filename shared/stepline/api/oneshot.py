@@ -3,7 +3,9 @@
 Both are one model call through the same loop and model configuration as a chat (no tools, no
 run, nothing stored): the response is the model's text as a plain UTF-8 stream.
 
-- `POST /api/completion` `{prompt, ...body}` → the completion text.
+- `POST /api/completion` `{prompt, ...body}` → the completion text (`useCompletion` with
+  `streamProtocol: "text"`, spec 004's client); with `?protocol=data` the same completion as a UI
+  Message Stream (the stock `useCompletion` default, `streamProtocol: "data"`).
 - `POST /api/object` `{input, schema, output?, ...body}` → the model's JSON text, asked for with
   structured output (`response_format` with the schema), which the client parses as it arrives and
   validates at the end.
@@ -20,9 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from ..loop.stream_text import stream_text
 from ..protocol import stream_parts as sp
 from ..protocol._json import dumps
+from ..protocol.sse import DONE, encode_chunk
 from ..runtime.services import Services
 
-__all__ = ["CompletionRequest", "ObjectOutput", "ObjectRequest", "completion_text", "object_text"]
+__all__ = ["CompletionRequest", "ObjectOutput", "ObjectRequest", "completion_sse", "completion_text", "object_text"]
 
 _LOG = logging.getLogger("stepline.api")
 MAX_PROMPT_CHARS = 200_000
@@ -68,6 +71,14 @@ async def _text(services: Services, prompt: str, **options: Any) -> AsyncIterato
 def completion_text(services: Services, request: CompletionRequest) -> AsyncIterator[str]:
     """The completion of `request.prompt`, as text pieces."""
     return _text(services, request.prompt)
+
+
+async def completion_sse(services: Services, request: CompletionRequest) -> AsyncIterator[str]:
+    """The completion of `request.prompt` as a UI Message Stream (SSE frames, `[DONE]` at the end)."""
+    result = stream_text(model=services.model, prompt=request.prompt, instructions=services.instructions)
+    async for chunk in result.ui_message_stream():
+        yield encode_chunk(chunk)
+    yield DONE
 
 
 def object_text(services: Services, request: ObjectRequest) -> AsyncIterator[str]:
