@@ -118,7 +118,8 @@ class StoredMessage(_Body):
     id: str
     role: Literal["user", "assistant"]
     parts: list[dict[str, JsonValue]]
-    metadata: dict[str, JsonValue] | None = None
+    metadata: dict[str, JsonValue] | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Absent when there is none, as in the client's own UIMessage (never null)."""
     status: str
     run_id: str | None = None
 
