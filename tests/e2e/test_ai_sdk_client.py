@@ -276,6 +276,19 @@ def test_a_text_reply_reaches_the_client_as_stored(server: Running) -> None:
     assert (outcome.stored["status"], outcome.stored["activeRunId"]) == ("idle", None)
 
 
+def test_regenerate_replaces_the_answer_in_the_client_and_the_store(server: Running) -> None:
+    outcome = play(server, "e2e-regenerate", {"send": "Hello there"}, {"regenerate": True})
+    client = outcome.client
+    assert client["status"] == "ready" and client["errors"] == []
+    assert [(r["method"], r["status"]) for r in client["requests"]] == [("POST", 200), ("POST", 200)]
+    (reply,) = outcome.assistants
+    assert comparable(client["messages"]) == comparable(outcome.stored["messages"])
+    assert [m["role"] for m in outcome.stored["messages"]] == ["user", "assistant"]
+    assert outcome.stored["messages"][1]["id"] == reply["id"]
+    first, second = (f["messageId"] for f in client["finishes"])
+    assert first != second == reply["id"], "a new answer, not the old one again"
+
+
 def test_a_tool_without_approval_runs_on_the_server(server: Running) -> None:
     outcome = play(server, "e2e-list", {"send": "List my files"})
     (reply,) = outcome.assistants

@@ -4,7 +4,7 @@
 //    "latencyMs": 0 (a pause before each request to the chat API: a slow network),
 //    "steps": [{"send": "text"}, {"approve": true, "reason": "ok"}, {"answer": "output"}, {"resume": true},
 //              {"webhookDuringResume": {"approved": true}}, {"dropAfterChunks": 5, "send": "text"},
-//              {"abortAfterChunks": 5, "send": "text"}]}
+//              {"abortAfterChunks": 5, "send": "text"}, {"regenerate": true}]}
 // Output (stdout): one JSON object: {messages, statuses, finishes, errors, requests, steps, ...}.
 import { readFileSync } from 'node:fs';
 import {
@@ -211,6 +211,7 @@ async function runStep(step) {
     if (part == null) throw new Error('no ask_user_question call waits for an answer');
     await chat.addToolOutput({ tool: 'ask_user_question', toolCallId: part.toolCallId, output: step.answer });
   } else if (step.resume) await chat.resumeStream();
+  else if (step.regenerate) await chat.regenerate();
   else if (step.webhookDuringResume != null) await webhookDuringResume(step.webhookDuringResume);
   else throw new Error(`unknown step ${JSON.stringify(step)}`);
   await settled();
