@@ -2,16 +2,23 @@
 
 Bodies are `{"error": {"status": ..., "message": ...}}`. The AI SDK client shows a non-2xx
 response's body text as the error, so the message is written for the person reading it. A store
-`NotFound` is a 404 whether the item does not exist or belongs to another user: the two are
-indistinguishable by design.
+`NotFound` is a 404 "not found" whether the item does not exist or belongs to another user: the
+two are indistinguishable by design.
 """
 
 from __future__ import annotations
 
-from fastapi import Request
-from fastapi.responses import JSONResponse
+from collections.abc import Awaitable, Callable, Mapping
 
-__all__ = ["ApiError", "error_body", "error_response"]
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from ..errors import InvalidUIMessageError
+from ..store.errors import Conflict, Gone, NotFound
+
+__all__ = ["ApiError", "error_body", "install_error_handlers"]
 
 
 class ApiError(Exception):
@@ -28,7 +35,42 @@ def error_body(status: int, message: str) -> dict[str, object]:
     return {"error": {"status": status, "message": message}}
 
 
-async def error_response(_: Request, error: Exception) -> JSONResponse:
-    """The exception handler of `ApiError`."""
+def _answer(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(error_body(status, message), status_code=status, headers=headers)
+
+
+def _by_status(status: int) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
+    async def refuse(_: Request, error: Exception) -> JSONResponse:
+        return _answer(status, "not found" if status == 404 else str(error))
+
+    return refuse
+
+
+async def _api_error(_: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, ApiError)
-    return JSONResponse(error_body(error.status, error.message), status_code=error.status)
+    return _answer(error.status, error.message)
+
+
+async def _invalid(_: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, RequestValidationError)
+    problems: list[str] = []
+    for issue in error.errors():
+        location = ".".join(str(p) for p in issue["loc"] if p != "body")
+        problems.append(f"{location}: {issue['msg']}" if location else str(issue["msg"]))
+    return _answer(400, "; ".join(problems))
+
+
+async def _http_error(_: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, HTTPException)
+    return _answer(error.status_code, str(error.detail), error.headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Every refusal as `error_body`: store errors by kind, validation as 400 naming the field."""
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(NotFound, _by_status(404))
+    app.add_exception_handler(Gone, _by_status(410))
+    app.add_exception_handler(Conflict, _by_status(409))  # DecisionConflict, ActiveRunExists, TerminalState
+    app.add_exception_handler(InvalidUIMessageError, _by_status(400))
+    app.add_exception_handler(RequestValidationError, _invalid)
+    app.add_exception_handler(HTTPException, _http_error)  # 401 from identity, 413 from the body limit

@@ -1,0 +1,46 @@
+"""What every route depends on: the caller's user, the services, the options (set by `create_app`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from ..runtime.services import Services
+from .identity import Identity
+
+__all__ = ["ApiOptions", "Options", "ServicesDep", "User"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApiOptions:
+    """Limits and timings of the API."""
+
+    max_body_bytes: int = 6 * 1024 * 1024
+    """Lambda's synchronous payload limit; a larger body is refused with 413 before it is read whole."""
+    keep_alive_seconds: float = 10.0
+    poll_seconds: float = 0.1
+    stream_max_seconds: float = 840.0
+    artifact_link_seconds: int = 300
+
+
+def _user(request: Request) -> str:
+    identity: Identity = request.app.state.identity
+    return identity.user_of(request)
+
+
+def _services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+def _options(request: Request) -> ApiOptions:
+    options: ApiOptions = request.app.state.options
+    return options
+
+
+User = Annotated[str, Depends(_user)]
+"""The caller's user; every route but the health check depends on it."""
+ServicesDep = Annotated[Services, Depends(_services)]
+Options = Annotated[ApiOptions, Depends(_options)]

@@ -1,0 +1,87 @@
+"""The buffered routes: health, the approval webhook, abort, conversations and artifacts."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+from fastapi.responses import RedirectResponse
+
+from ..runtime.worker import abort_run, decide
+from ..store.artifacts import artifact_link
+from ..store.errors import NotFound
+from ..store.workspace import workspace_prefix
+from .deps import Options, ServicesDep, User
+from .errors import ApiError
+from .schemas import (
+    AbortResult,
+    ApprovalDecisionBody,
+    ApprovalView,
+    ConversationDetail,
+    ConversationList,
+    Health,
+    Id,
+    approval_view,
+    conversation_detail,
+    conversation_summary,
+)
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.get("/api/health", tags=["meta"])
+def health(services: ServicesDep) -> Health:
+    return Health(status="ok", model=f"{services.model.provider}:{services.model.model_id}")
+
+
+@router.post("/api/approvals/{approval_id}", tags=["approvals"])
+def decide_approval(approval_id: Id, body: ApprovalDecisionBody, user_id: User, services: ServicesDep) -> ApprovalView:
+    """The approval webhook: decided once; the same decision again returns the same body."""
+    approval = decide(services, user_id, approval_id, approved=body.approved, reason=body.reason)
+    return approval_view(approval)
+
+
+@router.post("/api/runs/{run_id}/abort", tags=["runs"])
+def abort(run_id: Id, user_id: User, services: ServicesDep) -> AbortResult:
+    """Stop a run on purpose (a dropped connection never stops one)."""
+    services.store.get_run(user_id, run_id)
+    result = abort_run(services, user_id, run_id)
+    return AbortResult(run_id=run_id, status=result["status"])
+
+
+@router.get("/api/conversations", tags=["conversations"])
+def conversations(
+    user_id: User, services: ServicesDep, limit: Annotated[int, Query(ge=1, le=100)] = 20, cursor: str | None = None
+) -> ConversationList:
+    page = services.store.list_conversations(user_id, limit=limit, cursor=cursor)
+    return ConversationList(conversations=[conversation_summary(c) for c in page.items], next_cursor=page.cursor)
+
+
+@router.get("/api/conversations/{conversation_id}", tags=["conversations"])
+def conversation(conversation_id: Id, user_id: User, services: ServicesDep) -> ConversationDetail:
+    record = services.store.get_conversation(user_id, conversation_id)
+    messages = services.store.list_messages(user_id, conversation_id, limit=10_000).items
+    return conversation_detail(record, messages)
+
+
+@router.delete("/api/conversations/{conversation_id}", tags=["conversations"], status_code=204)
+def delete_conversation(conversation_id: Id, user_id: User, services: ServicesDep) -> Response:
+    services.store.delete_conversation(user_id, conversation_id)
+    if services.blobs is not None:
+        services.blobs.delete_prefix(workspace_prefix(user_id, conversation_id))
+    return Response(status_code=204)
+
+
+@router.get("/api/artifacts/{artifact_id}", tags=["artifacts"], response_class=RedirectResponse, status_code=307)
+def artifact(artifact_id: Id, user_id: User, services: ServicesDep, options: Options) -> RedirectResponse:
+    """A short-lived link to the artifact (presigned S3 GET)."""
+    record = services.store.get_artifact(user_id, artifact_id)
+    if services.blobs is None:
+        raise ApiError(503, "no artifact storage is configured")
+    try:
+        link = artifact_link(services.blobs, record, expires_in=options.artifact_link_seconds)
+    except ValueError:
+        raise NotFound(artifact_id) from None
+    return RedirectResponse(link, status_code=307, headers={"cache-control": "no-store"})

@@ -1,0 +1,150 @@
+"""The streaming routes: the chat, its resume, and the two text streams of spec 004."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Annotated, Literal
+
+from anyio import to_thread
+from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi.responses import StreamingResponse
+
+from ..protocol._json import loads_strict
+from ..protocol.request import parse_chat_request
+from ..protocol.sse import UI_MESSAGE_STREAM_HEADERS, with_keep_alive
+from ..runtime.services import Services
+from ..store.errors import NotFound
+from ..store.replay import EventPosition, parse_event_id
+from .deps import ApiOptions, Options, ServicesDep, User
+from .errors import ApiError
+from .oneshot import CompletionRequest, ObjectRequest, completion_sse, completion_text, object_text
+from .schemas import Id
+from .tail import TailOptions, follow_run
+from .turns import ChatStream, latest_run_id, open_chat
+
+__all__ = ["router"]
+
+_LOG = logging.getLogger("stepline.api")
+router = APIRouter()
+_TEXT = "text/plain; charset=utf-8"
+
+
+def sse(frames: AsyncIterator[str], options: ApiOptions) -> StreamingResponse:
+    """A UI Message Stream response: the protocol's headers, keep-alive comments while idle."""
+    return StreamingResponse(
+        with_keep_alive(_guarded(frames), interval=options.keep_alive_seconds), headers=UI_MESSAGE_STREAM_HEADERS
+    )
+
+
+def _stream_chat(
+    services: Services, options: ApiOptions, user_id: str, chat: ChatStream, *, stop_at_input: bool
+) -> StreamingResponse:
+    follow = TailOptions(
+        poll_seconds=options.poll_seconds,
+        max_seconds=options.stream_max_seconds,
+        stop_at_input=stop_at_input,
+        input_grace_seconds=chat.input_grace,
+    )
+
+    async def frames() -> AsyncIterator[str]:
+        for frame in chat.prelude:
+            yield frame
+        tail = follow_run(services.store, user_id, chat.run_id, after=chat.after, options=follow, clock=services.clock)
+        async for frame in tail:
+            yield frame
+
+    return sse(frames(), options)
+
+
+async def _guarded(frames: AsyncIterator[str]) -> AsyncIterator[str]:
+    """End the stream (without `[DONE]`, so the client resumes) when reading the log fails."""
+    try:
+        async for frame in frames:
+            yield frame
+    except Exception:
+        _LOG.exception("stream ended by an error; the client can resume")
+
+
+@router.post(
+    "/api/chat",
+    tags=["chat"],
+    response_class=StreamingResponse,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ChatRequestBody"}}},
+        }
+    },
+    responses={200: {"content": {"text/event-stream": {}}, "description": "The run's UI Message Stream"}},
+)
+async def chat(request: Request, user_id: User, services: ServicesDep, options: Options) -> StreamingResponse:
+    """Send a message, or continue a waiting run with approval responses or tool outputs (`useChat`)."""
+    try:
+        payload = loads_strict(await request.body())
+    except ValueError as error:
+        raise ApiError(400, f"body is not JSON: {error}") from None
+    parsed = parse_chat_request(payload)
+    opened = await to_thread.run_sync(lambda: open_chat(services, user_id, parsed))
+    return _stream_chat(services, options, user_id, opened, stop_at_input=True)
+
+
+@router.get("/api/chat/{chat_id}/stream", tags=["chat"], response_class=StreamingResponse)
+async def resume(
+    chat_id: Id,
+    user_id: User,
+    services: ServicesDep,
+    options: Options,
+    last_event_id: Annotated[str | None, Header()] = None,
+    last_event_seq: Annotated[str | None, Query(alias="lastEventSeq")] = None,
+) -> Response:
+    """Follow the chat's active run: everything (or what came after `Last-Event-ID`), then live; 204 if none."""
+    given = last_event_id if last_event_id is not None else last_event_seq
+    after: EventPosition | None = parse_event_id(given)
+    if given is not None and after is None:
+        raise ApiError(400, "Last-Event-ID: use the id of an event of this stream, as sent")
+    run_id = await to_thread.run_sync(lambda: _run_to_resume(services, user_id, chat_id, after))
+    if run_id is None:
+        return Response(status_code=204)
+    return _stream_chat(services, options, user_id, ChatStream(run_id=run_id, after=after), stop_at_input=False)
+
+
+def _run_to_resume(services: Services, user_id: str, chat_id: str, after: EventPosition | None) -> str | None:
+    """The run a resume follows, or None (204).
+
+    The chat's active run; or, for a client that names the last event it saw, the chat's latest run
+    while it has events after that one (a client cut off just before the end still gets the end).
+    A chat that does not exist, or is another user's, has none: the stock client asks on every
+    mount, also for a chat it has just created, so "nothing to resume" is the answer for both.
+    """
+    store = services.store
+    try:
+        conversation = store.get_conversation(user_id, chat_id)
+    except NotFound:
+        return None
+    if conversation.active_run_id is not None or after is None:
+        return conversation.active_run_id
+    latest = latest_run_id(store.list_messages(user_id, chat_id, limit=10_000).items)
+    if latest is None or store.get_run(user_id, latest).last_event_seq <= after[0]:
+        return None
+    return latest
+
+
+@router.post("/api/completion", tags=["text"], response_class=StreamingResponse)
+async def completion(
+    body: CompletionRequest,
+    user_id: User,
+    services: ServicesDep,
+    options: Options,
+    protocol: Literal["text", "data"] = "text",
+) -> StreamingResponse:
+    """`useCompletion`: the completion of `prompt` as plain text, or (`?protocol=data`) a UI Message Stream."""
+    if protocol == "data":
+        return sse(completion_sse(services, body), options)
+    return StreamingResponse(completion_text(services, body), media_type=_TEXT)
+
+
+@router.post("/api/object", tags=["text"], response_class=StreamingResponse)
+async def object_stream(body: ObjectRequest, user_id: User, services: ServicesDep) -> StreamingResponse:
+    """`experimental_useObject`: the model's JSON for `input`, streamed as text."""
+    return StreamingResponse(object_text(services, body), media_type=_TEXT)
