@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from ..protocol import stream_parts as sp
-from ..protocol.chunks import ResetStepChunk, StartStepChunk, UIMessageChunk, parse_chunk
+from ..protocol.chunks import ErrorChunk, ResetStepChunk, StartStepChunk, UIMessageChunk, parse_chunk
 from ..protocol.reducer import UIMessageReducer
 from ..protocol.to_chunks import UIChunkMapper, UIStreamOptions
 from ..store.errors import TerminalState
@@ -63,7 +63,10 @@ class RunRecorder:
         self._skip_start_step = True
 
     async def emit(self, part: sp.TextStreamPart) -> None:
-        chunks = self._mapper.map(part)
+        # A failed step's `error` is not the run's: the step is retried (its parts reset) or the run
+        # fails, and `fail_run` writes the one `error` at the end. The stock client stops reading
+        # at an `error`, so one in the middle would cut it off from a run that goes on.
+        chunks = [c for c in self._mapper.map(part) if not isinstance(c, ErrorChunk)]
         if self._skip_start_step and any(isinstance(c, StartStepChunk) for c in chunks):
             self._skip_start_step = False
             chunks = [c for c in chunks if not isinstance(c, StartStepChunk)]

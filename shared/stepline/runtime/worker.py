@@ -146,11 +146,16 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
         return _reply(run, "await-approval" if undecided else "await-client")
     run = store.mark_running(user_id, run_id, now=services.clock())
     message = store.get_message(user_id, run.conversation_id, run.assistant_message_id)
-    since_snapshot = store.events_after(user_id, run_id, message.snapshot_seq, now=services.clock())
-    recorder = RunRecorder(store, run, message, now=services.clock, window=services.delta_window, replay=since_snapshot)
-    crashed = [c for e in since_snapshot if e.seq > checkpoint.last_event_seq for c in e.chunks]
-    if any(c.get("type") == "start-step" for c in crashed):
-        recorder.redo_step()  # a crashed attempt of this step streamed parts: drop them, do not open a second step
+    # The snapshot may lag the log (a crashed attempt) or include more than the checkpoint (a failed
+    # attempt saves what the client saw): read from the earlier of the two, once.
+    since = store.events_after(
+        user_id, run_id, min(message.snapshot_seq, checkpoint.last_event_seq), now=services.clock()
+    )
+    replay = [e for e in since if e.seq > message.snapshot_seq]
+    recorder = RunRecorder(store, run, message, now=services.clock, window=services.delta_window, replay=replay)
+    attempted = [c for e in since if e.seq > checkpoint.last_event_seq for c in e.chunks]
+    if any(c.get("type") == "start-step" for c in attempted):
+        recorder.redo_step()  # an attempt of this step that crashed or failed streamed parts: drop them
     abort = AbortSignal()
     context = RunContext(
         user_id=user_id,

@@ -16,6 +16,7 @@ from stepline.local.workflow import SimulatedCrash
 from stepline.loop.tools import Tool
 from stepline.protocol._json import loads_strict
 from stepline.runtime import worker
+from stepline.store.replay import chunks_of
 from tests.support.local_aws import LocalAws, local_aws
 from tests.support.runs import (
     STOP,
@@ -141,7 +142,14 @@ def test_a_question_waits_for_the_client_and_continues_with_its_answer() -> None
 
 def test_a_model_error_is_retried_and_a_permanent_one_fails_the_run_cleanly() -> None:
     flaky = ScriptedModel.from_script(
-        [{"raise": {"kind": "server", "status": 500}, "parts": []}, text_step("Recovered.")]
+        [
+            {
+                "raise": {"kind": "server", "status": 500},
+                "after": 2,
+                "parts": [{"type": "text-start", "id": "t"}, {"type": "text-delta", "id": "t", "delta": "Half"}],
+            },
+            text_step("Recovered."),
+        ]
     )
     with local_aws(flaky, max_retries=0) as aws:  # the loop does not retry: Step Functions does
         run_id = begin(aws)
@@ -154,6 +162,10 @@ def test_a_model_error_is_retried_and_a_permanent_one_fails_the_run_cleanly() ->
         # and it adds three history events (scheduled, started, failed) to a text run's 16
         assert billed(aws, run_id) == (4, 2 + retries)
         assert len(history) == 16 + 3 * retries
+        # the failed attempt's half text is reset, and its error is not streamed: the stock client
+        # stops reading at an `error`, and this run went on
+        kinds = [c["type"] for c in chunks_of(aws.services.store.events_after(USER, run_id, 0, now=0))]
+        assert "error" not in kinds and "reset-step" in kinds and kinds[-1] == "finish"
     broken = ScriptedModel.from_script([{"raise": {"kind": "auth", "status": 401}, "parts": []}])
     with local_aws(broken) as aws:
         run_id = begin(aws)
@@ -167,6 +179,7 @@ def test_a_model_error_is_retried_and_a_permanent_one_fails_the_run_cleanly() ->
             "type": "error",
             "errorText": "An error occurred.",
         }  # no detail leaks to clients
+        assert [c["type"] for c in chunks_of(stream)].count("error") == 1, "one error: the run's, at its end"
 
 
 def test_abort_stops_the_run_and_marks_it_aborted() -> None:
