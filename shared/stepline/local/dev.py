@@ -34,6 +34,7 @@ from ..runtime.services import Services
 from ..tools import load_toolset
 from .backend import LocalBackend, local_backend
 from .links import LocalLinkBlobStore, mount_links
+from .web import default_dist, describe, mount_web, start_build
 
 __all__ = ["DevConfig", "DevServer", "dev_server", "serve"]
 
@@ -98,6 +99,7 @@ def dev_server(config: DevConfig, *, api: ApiOptions = ApiOptions()) -> Generato
         blobs = backend.services.blobs
         assert isinstance(blobs, LocalLinkBlobStore)
         mount_links(app, blobs)
+        mount_web(app, default_dist(os.environ))
         yield DevServer(app, backend, identity, config)
 
 
@@ -117,6 +119,7 @@ def banner(server: DevServer, url: str) -> str:
         "  storage  embedded: DynamoDB, S3 and Step Functions (template.yaml's state machine) on moto, in memory;",
         "           everything is gone when the server stops (`stepline dev --aws` uses a deployed stack)",
         f"  users    {server.identity.describe()}",
+        f"  web UI   {describe(default_dist(os.environ))}",
         "  stop     Ctrl-C",
     ]
     return "\n".join(lines) + "\n"
@@ -131,6 +134,7 @@ def serve(host: str, port: int, *, aws: bool = False, out: TextIO = sys.stdout) 
         _serve_aws(host, port, url, out)
         return
     with dev_server(DevConfig.from_env(os.environ)) as server:
+        start_build(default_dist(os.environ), out)  # the UI, when web/dist is missing and npm is installed
         out.write(banner(server, url))
         out.flush()
         uvicorn.run(server.app, host=host, port=port, log_level="warning")

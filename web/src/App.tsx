@@ -1,0 +1,146 @@
+// The page: the conversation sidebar (most recent first, with a running / waiting indicator) and
+// the chat of the selected conversation. The URL is /c/{conversationId}; switching conversations
+// never stops a run (the server runs it; the client keeps the other chat's stream open too).
+import { useCallback, useEffect, useMemo, useState } from 'react';
+import { deleteConversation, listConversations, type ConversationSummary } from './api';
+import { ChatLoader } from './components/ChatView';
+import { Icon, Spinner } from './components/Icon';
+import { dropSession, existingSession, type SessionHooks } from './session';
+import { logUiError } from './telemetry';
+
+const POLL_MS = 1500;
+
+function idFromPath(): string | null {
+  const match = /^\/c\/([^/]+)\/?$/.exec(window.location.pathname);
+  return match ? decodeURIComponent(match[1]) : null;
+}
+
+function newId(): string {
+  return `chat-${crypto.randomUUID()}`;
+}
+
+function remember(fresh: Set<string>, id: string): string {
+  fresh.add(id);
+  return id;
+}
+
+type Indicator = 'running' | 'waiting' | 'failed' | null;
+
+function indicatorOf(summary: ConversationSummary): Indicator {
+  const session = existingSession(summary.id);
+  if (session && (session.chat.status === 'streaming' || session.chat.status === 'submitted') && summary.status === 'running') {
+    return 'running';
+  }
+  if (summary.status === 'running') return 'running';
+  if (summary.status === 'waiting_approval' || summary.status === 'waiting_user') return 'waiting';
+  if (summary.status === 'failed') return 'failed';
+  return null;
+}
+
+export function App() {
+  const [fresh] = useState(() => new Set<string>());
+  const [selected, setSelected] = useState<string>(() => idFromPath() ?? remember(fresh, newId()));
+  const [conversations, setConversations] = useState<ConversationSummary[]>([]);
+  const [listError, setListError] = useState<string>();
+  const [menuOpen, setMenuOpen] = useState(false);
+
+  const refresh = useCallback(async () => {
+    try {
+      setConversations(await listConversations());
+      setListError(undefined);
+    } catch (error) {
+      setListError(String(error));
+      logUiError('refresh', error, {});
+    }
+  }, []);
+
+  const hooks: SessionHooks = useMemo(() => ({ onRunsChanged: () => void refresh() }), [refresh]);
+
+  useEffect(() => {
+    void refresh();
+    const timer = window.setInterval(() => {
+      if (document.visibilityState === 'visible') void refresh();
+    }, POLL_MS);
+    return () => window.clearInterval(timer);
+  }, [refresh]);
+
+  useEffect(() => {
+    const onPop = () => setSelected(idFromPath() ?? remember(fresh, newId()));
+    window.addEventListener('popstate', onPop);
+    return () => window.removeEventListener('popstate', onPop);
+  }, [fresh]);
+
+  useEffect(() => {
+    const path = `/c/${encodeURIComponent(selected)}`;
+    if (window.location.pathname !== path) window.history.replaceState(null, '', path);
+  }, [selected]);
+
+  const open = (id: string) => {
+    if (id !== selected) window.history.pushState(null, '', `/c/${encodeURIComponent(id)}`);
+    setSelected(id);
+    setMenuOpen(false);
+  };
+
+  const remove = async (id: string) => {
+    try {
+      await deleteConversation(id);
+      dropSession(id);
+      if (id === selected) open(remember(fresh, newId()));
+      await refresh();
+    } catch (error) {
+      setListError(String(error));
+    }
+  };
+
+  const summary = conversations.find(c => c.id === selected);
+
+  return (
+    <div className={menuOpen ? 'app menu-open' : 'app'}>
+      <header className="topbar">
+        <button type="button" className="icon-button" onClick={() => setMenuOpen(!menuOpen)} aria-label="Conversations">
+          <Icon name="menu" />
+        </button>
+        <span className="brand">Stepline</span>
+        <span className="topbar-title">{summary?.title ?? 'New conversation'}</span>
+      </header>
+      <nav className="sidebar" data-testid="sidebar" aria-label="Conversations">
+        <div className="sidebar-head">
+          <span className="brand">Stepline</span>
+          <button type="button" className="new-chat" onClick={() => open(remember(fresh, newId()))} data-testid="new-chat">
+            <Icon name="plus" /> New chat
+          </button>
+        </div>
+        {listError && <div className="muted small">Could not load the list ({listError})</div>}
+        <ul>
+          {conversations.map(c => {
+            const indicator = indicatorOf(c);
+            return (
+              <li
+                key={c.id}
+                className={c.id === selected ? 'selected' : ''}
+                data-testid="conversation-item"
+                data-conversation-id={c.id}
+                data-indicator={indicator ?? 'none'}
+              >
+                <button type="button" className="conversation" onClick={() => open(c.id)}>
+                  <span className="conversation-title">{c.title ?? 'Untitled'}</span>
+                  {indicator === 'running' && <Spinner />}
+                  {indicator === 'waiting' && <span className="dot waiting" title="Waiting for you" />}
+                  {indicator === 'failed' && <span className="dot failed" title="Failed" />}
+                </button>
+                {c.activeRunId === null && (
+                  <button type="button" className="icon-button delete" onClick={() => void remove(c.id)} aria-label="Delete conversation">
+                    <Icon name="x" />
+                  </button>
+                )}
+              </li>
+            );
+          })}
+        </ul>
+      </nav>
+      <main className="main">
+        <ChatLoader key={selected} id={selected} summary={summary} hooks={hooks} fresh={fresh.has(selected)} />
+      </main>
+    </div>
+  );
+}

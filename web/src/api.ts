@@ -1,0 +1,111 @@
+// The Stepline REST routes the UI uses besides the chat stream (which the AI SDK's transport owns).
+import type { UIMessage } from 'ai';
+
+export type ConversationStatus = 'idle' | 'running' | 'waiting_approval' | 'waiting_user' | 'failed';
+
+export interface ConversationSummary {
+  id: string;
+  title: string | null;
+  status: ConversationStatus;
+  activeRunId: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface StoredMessage {
+  id: string;
+  role: 'user' | 'assistant' | 'system';
+  parts: UIMessage['parts'];
+  metadata: Record<string, unknown> | null;
+  status: string;
+  runId: string | null;
+}
+
+export interface ConversationDetail extends ConversationSummary {
+  messages: StoredMessage[];
+}
+
+/** The message text of an API error body, `{"error": {"status", "message"}}`, or the text itself. */
+export function errorMessage(text: string): string {
+  try {
+    const body = JSON.parse(text) as { error?: { message?: string } };
+    if (body && typeof body.error?.message === 'string') return body.error.message;
+  } catch {
+    // not JSON: the text is the message
+  }
+  return text;
+}
+
+async function getJson<T>(path: string): Promise<T> {
+  const response = await fetch(path, { headers: { accept: 'application/json' } });
+  if (!response.ok) throw new HttpError(response.status, errorMessage(await response.text()));
+  return (await response.json()) as T;
+}
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+export async function listConversations(): Promise<ConversationSummary[]> {
+  const page = await getJson<{ conversations: ConversationSummary[] }>('/api/conversations?limit=100');
+  return page.conversations;
+}
+
+/** The conversation with its stored messages; null when it does not exist (yet). */
+export async function getConversation(id: string): Promise<ConversationDetail | null> {
+  try {
+    return await getJson<ConversationDetail>(`/api/conversations/${encodeURIComponent(id)}`);
+  } catch (error) {
+    if (error instanceof HttpError && error.status === 404) return null;
+    throw error;
+  }
+}
+
+export function toUIMessages(stored: StoredMessage[]): UIMessage[] {
+  return stored
+    .filter(m => m.role === 'user' || m.role === 'assistant')
+    .map(m => ({ id: m.id, role: m.role, parts: m.parts, ...(m.metadata ? { metadata: m.metadata } : {}) }));
+}
+
+export type DecisionOutcome =
+  | { kind: 'accepted' }
+  | { kind: 'expired'; message: string }
+  | { kind: 'conflict'; message: string }
+  | { kind: 'not-found'; message: string }
+  | { kind: 'retryable'; message: string };
+
+/** The approval webhook. `retryable` means the decision did not (certainly) reach the server. */
+export async function decideApproval(approvalId: string, approved: boolean, reason?: string): Promise<DecisionOutcome> {
+  let response: Response;
+  try {
+    response = await fetch(`/api/approvals/${encodeURIComponent(approvalId)}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(reason ? { approved, reason } : { approved }),
+    });
+  } catch (error) {
+    return { kind: 'retryable', message: `could not reach the server (${String(error)})` };
+  }
+  if (response.ok) return { kind: 'accepted' };
+  const message = errorMessage(await response.text().catch(() => ''));
+  if (response.status === 410) return { kind: 'expired', message };
+  if (response.status === 409) return { kind: 'conflict', message };
+  if (response.status === 404) return { kind: 'not-found', message };
+  return { kind: 'retryable', message: `${response.status}: ${message}` };
+}
+
+export async function abortRun(runId: string): Promise<void> {
+  const response = await fetch(`/api/runs/${encodeURIComponent(runId)}/abort`, { method: 'POST' });
+  if (!response.ok) throw new HttpError(response.status, errorMessage(await response.text()));
+}
+
+export async function deleteConversation(id: string): Promise<void> {
+  const response = await fetch(`/api/conversations/${encodeURIComponent(id)}`, { method: 'DELETE' });
+  if (!response.ok && response.status !== 404) throw new HttpError(response.status, errorMessage(await response.text()));
+}

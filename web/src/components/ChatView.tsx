@@ -1,0 +1,295 @@
+// The chat page of one conversation: loads the stored messages, then useChat over the session's
+// Chat (resume: true follows an active run: a full replay, then live), the message list, the
+// input area (which also answers the one live question), stop and regenerate.
+import { useChat } from '@ai-sdk/react';
+import type { UIMessage } from 'ai';
+import { useEffect, useRef, useState, useSyncExternalStore, type KeyboardEvent } from 'react';
+import { abortRun, getConversation, toUIMessages, type ConversationSummary } from '../api';
+import { metadataOf, toolCallOf, traceFacts, type MessageContext } from '../model';
+import { existingSession, openSession, type ChatSession, type SessionHooks } from '../session';
+import { logUiError } from '../telemetry';
+import { ErrorBoundary } from './ErrorBoundary';
+import { Icon } from './Icon';
+import { AssistantMessage, UserMessage } from './Message';
+import { questionOf } from './Parts';
+
+/** Called with the messages after every change. Errors are logged, never shown in a message. */
+export type MessageSubscriber = (messages: UIMessage[], session: ChatSession) => void;
+
+export const subscribers = new Set<MessageSubscriber>();
+
+export function ChatLoader({
+  id,
+  summary,
+  hooks,
+  fresh,
+}: {
+  id: string;
+  summary?: ConversationSummary;
+  hooks: SessionHooks;
+  /** A conversation this page has just created: nothing stored to load. */
+  fresh: boolean;
+}) {
+  const [session, setSession] = useState<ChatSession | undefined>(
+    () => existingSession(id) ?? (fresh ? openSession(id, [], hooks) : undefined),
+  );
+  const [failure, setFailure] = useState<string>();
+  useEffect(() => {
+    if (session) return;
+    let cancelled = false;
+    getConversation(id)
+      .then(detail => {
+        if (cancelled) return;
+        const opened = openSession(id, detail ? toUIMessages(detail.messages) : [], hooks);
+        if (detail) opened.storedStatus = new Map(detail.messages.map(m => [m.id, m.status]));
+        setSession(opened);
+      })
+      .catch((error: unknown) => {
+        if (!cancelled) setFailure(String(error));
+      });
+    return () => {
+      cancelled = true;
+    };
+  }, [id, session, hooks]);
+  if (failure) {
+    return (
+      <div className="chat-empty" role="alert">
+        Could not load this conversation: {failure}
+        <button type="button" onClick={() => setFailure(undefined)}>
+          Try again
+        </button>
+      </div>
+    );
+  }
+  if (!session) return <div className="chat-empty muted">Loading…</div>;
+  return <ChatView session={session} summary={summary} />;
+}
+
+function lastAssistantIndex(messages: UIMessage[]): number {
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i].role === 'assistant') return i;
+  return -1;
+}
+
+function ChatView({ session, summary }: { session: ChatSession; summary?: ConversationSummary }) {
+  const { messages, status, sendMessage, regenerate } = useChat({ chat: session.chat, resume: true, throttle: 50 });
+  useSyncExternalStore(session.subscribe, session.getVersion);
+  const scroller = useRef<HTMLDivElement>(null);
+  const nearBottom = useRef(true);
+  const [draft, setDraft] = useState('');
+  const [stopping, setStopping] = useState(false);
+
+  const busy = status === 'submitted' || status === 'streaming';
+  const lastIndex = lastAssistantIndex(messages);
+
+  const contextFor = (index: number): MessageContext => {
+    const message = messages[index];
+    const runId = metadataOf(message).runId;
+    return {
+      laterUserMessage: messages.slice(index + 1).some(m => m.role === 'user'),
+      streaming: busy && index === messages.length - 1,
+      serverActive: summary?.activeRunId != null && summary.activeRunId === runId,
+      connectionLost: session.connection !== 'ok' && index === lastIndex,
+      storedStatus: session.storedStatus.get(message.id),
+      overlays: session.overlays,
+    };
+  };
+
+  const lastFacts = lastIndex >= 0 ? traceFacts(messages[lastIndex], contextFor(lastIndex)) : null;
+  const waiting = lastFacts?.state === 'waiting';
+  const working = (busy && !waiting) || lastFacts?.state === 'running';
+  const liveQuestion = lastFacts?.state === 'waiting' ? lastFacts.liveQuestion : null;
+  const runId = lastIndex >= 0 ? metadataOf(messages[lastIndex]).runId : undefined;
+  const activeRunId = working || waiting ? (runId ?? summary?.activeRunId ?? undefined) : undefined;
+
+  // Subscribers (auto-scroll, and any registered through window.stepline): after each change.
+  useEffect(() => {
+    const run = (name: string, fn: () => void) => {
+      try {
+        fn();
+      } catch (error) {
+        const last = lastIndex >= 0 ? messages[lastIndex] : undefined;
+        const tool = last?.parts.map(toolCallOf).filter(t => t !== null).at(-1);
+        logUiError(name === 'scroll' ? 'scroll' : 'subscriber', error, {
+          ...session.context(),
+          toolCallId: tool?.toolCallId,
+          approvalId: tool?.approval?.id,
+        });
+      }
+    };
+    run('scroll', () => {
+      const el = scroller.current;
+      if (el && nearBottom.current) el.scrollTop = el.scrollHeight;
+    });
+    for (const subscriber of subscribers) run('subscriber', () => subscriber(messages, session));
+  }, [messages, session, lastIndex]);
+
+  // The server moved on while no stream was open (an approval expired, another tab answered):
+  // follow the run again, or load the stored messages once it has ended.
+  const serverMark = `${summary?.status}:${summary?.activeRunId}:${summary?.updatedAt}`;
+  const firstMark = useRef(true);
+  useEffect(() => {
+    if (firstMark.current) {
+      firstMark.current = false; // on mount useChat's `resume: true` follows the active run
+      return;
+    }
+    if (!summary || busy || session.connection === 'reconnecting') return;
+    const last = lastIndex >= 0 ? messages[lastIndex] : undefined;
+    const lastMeta = last ? metadataOf(last) : {};
+    const ended = lastMeta.completedAt !== undefined || lastMeta.abort !== undefined || lastMeta.error !== undefined;
+    if (summary.activeRunId && summary.activeRunId === session.stepFailedRunId) {
+      void session.reload(); // a step failed in the stream: follow the stored messages, not a replay of it
+    } else if (summary.status === 'running' && summary.activeRunId) {
+      void session.reconnect();
+    } else if (summary.activeRunId === null && last && !ended && lastMeta.runId) {
+      void session.reload();
+    }
+    // only when the server's view changes
+  }, [serverMark]); // eslint-disable-line react-hooks/exhaustive-deps
+
+  const submit = async () => {
+    const text = draft.trim();
+    if (!text) return;
+    if (liveQuestion) {
+      setDraft('');
+      await session.answer(liveQuestion.toolCallId, text);
+      return;
+    }
+    if (working) return;
+    setDraft('');
+    nearBottom.current = true;
+    if (busy) await session.chat.stop(); // a resume stream following a waiting run: the user moves on
+    session.notice = undefined;
+    await sendMessage({ text });
+  };
+
+  const onKeyDown = (event: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (event.key === 'Enter' && !event.shiftKey && !event.nativeEvent.isComposing) {
+      event.preventDefault();
+      void submit();
+    }
+  };
+
+  const stop = async () => {
+    if (!activeRunId) return;
+    setStopping(true);
+    try {
+      await abortRun(activeRunId);
+      if (!(session.chat.status === 'streaming' || session.chat.status === 'submitted')) await session.reload();
+    } catch (error) {
+      logUiError('network', error, session.context({ runId: activeRunId }));
+      session.notice = `Could not stop the run: ${String(error)}`;
+    } finally {
+      setStopping(false);
+    }
+  };
+
+  const onRegenerate = () => {
+    session.notice = undefined;
+    void regenerate();
+  };
+
+  return (
+    <div className="chat" data-testid="chat" data-chat-id={session.id} data-chat-status={status} data-connection={session.connection}>
+      <div
+        className="messages"
+        ref={scroller}
+        onScroll={e => {
+          const el = e.currentTarget;
+          nearBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+        }}
+      >
+        {messages.length === 0 && (
+          <div className="chat-empty">
+            <h2>Stepline</h2>
+            <p className="muted">Durable agent runs: close the tab, come back, the run goes on.</p>
+          </div>
+        )}
+        {messages.map((message, index) => (
+          <ErrorBoundary key={message.id} context={() => session.context({ messageId: message.id })} label="This message">
+            {message.role === 'user' ? (
+              <UserMessage message={message} />
+            ) : (
+              <AssistantMessage
+                message={message}
+                session={session}
+                context={contextFor(index)}
+                canRegenerate={index === messages.length - 1 && !busy && !working && !waiting}
+                onRegenerate={onRegenerate}
+              />
+            )}
+          </ErrorBoundary>
+        ))}
+      </div>
+      {session.connection !== 'ok' && (
+        <div className="banner network" data-testid="connection-banner" role="status">
+          <Icon name="alert" />
+          {session.connection === 'reconnecting' ? (
+            <span>Connection lost, reconnecting…</span>
+          ) : (
+            <>
+              <span>Connection lost. The run goes on on the server.</span>
+              <button type="button" onClick={() => session.retryConnection()} data-testid="reconnect">
+                Reconnect
+              </button>
+            </>
+          )}
+        </div>
+      )}
+      {session.notice && (
+        <div className="banner notice" data-testid="notice" role="alert">
+          <Icon name="alert" /> <span>{session.notice}</span>
+        </div>
+      )}
+      <form
+        className="composer"
+        onSubmit={e => {
+          e.preventDefault();
+          void submit();
+        }}
+      >
+        {liveQuestion && (
+          <div className="live-question" data-testid="live-question">
+            <div className="live-question-text">
+              <Icon name="question" /> {questionOf(liveQuestion).question}
+            </div>
+            <div className="live-question-options">
+              {questionOf(liveQuestion).options.map(option => (
+                <button
+                  key={option}
+                  type="button"
+                  onClick={() => void session.answer(liveQuestion.toolCallId, option)}
+                  data-testid="question-option"
+                >
+                  {option}
+                </button>
+              ))}
+              <button type="button" className="link" onClick={() => void session.answer(liveQuestion.toolCallId, null)}>
+                Skip question
+              </button>
+            </div>
+          </div>
+        )}
+        <div className="composer-row">
+          <textarea
+            value={draft}
+            onChange={e => setDraft(e.target.value)}
+            onKeyDown={onKeyDown}
+            placeholder={liveQuestion ? 'Type your answer…' : working ? 'The agent is working…' : 'Message Stepline (Enter to send, Shift+Enter for a new line)'}
+            rows={2}
+            aria-label="Message"
+            data-testid="composer-input"
+          />
+          {working ? (
+            <button type="button" className="stop" onClick={() => void stop()} disabled={!activeRunId || stopping} data-testid="stop">
+              <Icon name="stop" /> Stop
+            </button>
+          ) : (
+            <button type="submit" className="primary" disabled={!draft.trim()} data-testid="send">
+              {liveQuestion ? 'Answer' : 'Send'}
+            </button>
+          )}
+        </div>
+      </form>
+    </div>
+  );
+}

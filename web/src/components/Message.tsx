@@ -1,0 +1,247 @@
+// One message. An assistant message is one agent run: its ExecutionTrace (reasoning, tools,
+// approvals, questions, sources, intermediate files, in the order of `parts`), then the final
+// answer (the text after the last process part) as Markdown, then its artifacts, deduplicated.
+import type { UIMessage } from 'ai';
+import { useEffect, useRef, useState, type ReactNode } from 'react';
+import {
+  artifactsOf,
+  formatDuration,
+  layoutOf,
+  metadataOf,
+  toolCallOf,
+  traceFacts,
+  type MessageContext,
+  type TraceFacts,
+  type TraceState,
+} from '../model';
+import type { ChatSession } from '../session';
+import { ErrorBoundary } from './ErrorBoundary';
+import { Icon, Spinner } from './Icon';
+import { Markdown } from './Markdown';
+import { renderTraceParts, type PartContext } from './Parts';
+
+/** Elapsed time from metadata.startedAt; ticks each second only while active, frozen otherwise. */
+function useElapsed(startedAt: number | undefined, endedAt: number | undefined, active: boolean): number | undefined {
+  const [now, setNow] = useState(() => Date.now());
+  const frozen = useRef<number | undefined>(undefined);
+  useEffect(() => {
+    if (!active) return;
+    frozen.current = undefined;
+    setNow(Date.now());
+    const timer = window.setInterval(() => setNow(Date.now()), 1000);
+    return () => window.clearInterval(timer);
+  }, [active]);
+  if (startedAt === undefined) return undefined;
+  if (endedAt !== undefined) return endedAt - startedAt;
+  if (active) return now - startedAt;
+  frozen.current ??= now; // stopped without an end time (incomplete): the time it stopped at
+  return frozen.current - startedAt;
+}
+
+const INCOMPLETE_LABELS: Record<NonNullable<TraceFacts['incompleteReason']>, string> = {
+  stopped: 'Stopped',
+  'moved-on': 'Not completed',
+  interrupted: 'Interrupted',
+  connection: 'Connection lost',
+};
+
+function headerLabel(facts: TraceFacts, elapsed: string | undefined): string {
+  const time = elapsed ? ` · ${elapsed}` : '';
+  switch (facts.state) {
+    case 'running':
+      return `Running${time}`;
+    case 'waiting':
+      return `Waiting for you${time}`;
+    case 'incomplete':
+      return `${INCOMPLETE_LABELS[facts.incompleteReason ?? 'interrupted']}${time}`;
+    case 'error':
+      return `Something went wrong${time}`;
+    case 'complete':
+      return elapsed ? `Took ${elapsed}` : 'Done';
+  }
+}
+
+export function ExecutionTrace({
+  facts,
+  startedAt,
+  endedAt,
+  stepCount,
+  children,
+}: {
+  facts: TraceFacts;
+  startedAt?: number;
+  endedAt?: number;
+  stepCount: number;
+  children: ReactNode;
+}) {
+  const active = facts.state === 'running' || facts.state === 'waiting';
+  const [userOpen, setUserOpen] = useState<boolean | null>(null);
+  const open = active || (userOpen ?? facts.state === 'error'); // derived one way, never written back
+  const elapsed = useElapsed(startedAt, endedAt, active);
+  const label = headerLabel(facts, elapsed === undefined ? undefined : formatDuration(elapsed));
+  return (
+    <section
+      className={`trace state-${facts.state}`}
+      data-testid="execution-trace"
+      data-trace-state={facts.state}
+      data-open={String(open)}
+      data-ticking={String(active)}
+    >
+      <button
+        type="button"
+        className="trace-head"
+        aria-expanded={open}
+        disabled={active}
+        onClick={() => setUserOpen(!open)}
+      >
+        {active && facts.state === 'running' ? <Spinner /> : <TraceIcon state={facts.state} />}
+        <span className="trace-label" data-testid="trace-label">
+          {label}
+        </span>
+        {stepCount > 0 && <span className="muted trace-count">{stepCount} {stepCount === 1 ? 'tool' : 'tools'}</span>}
+        {!active && <Icon name="chevron" className={open ? 'chevron open' : 'chevron'} />}
+      </button>
+      {open && <div className="trace-body">{children}</div>}
+    </section>
+  );
+}
+
+function TraceIcon({ state }: { state: TraceState }) {
+  const name = { running: 'clock', waiting: 'shield', incomplete: 'clock', error: 'alert', complete: 'check' }[state];
+  return <Icon name={name} className={`trace-icon ${state}`} />;
+}
+
+export interface MessageProps {
+  message: UIMessage;
+  session: ChatSession;
+  context: MessageContext;
+  canRegenerate: boolean;
+  onRegenerate: () => void;
+}
+
+export function AssistantMessage({ message, session, context, canRegenerate, onRegenerate }: MessageProps) {
+  const facts = traceFacts(message, context);
+  const metadata = metadataOf(message);
+  const layout = layoutOf(message);
+  const artifacts = artifactsOf(message);
+  const live = facts.state === 'running' || facts.state === 'waiting';
+  const readOnly = facts.state === 'incomplete' || facts.state === 'error' && !context.streaming;
+  const ctx: PartContext = { session, readOnly, live };
+  const endedAt = metadata.completedAt ?? metadata.abort?.at ?? metadata.error?.at;
+  const lastAnswer = layout.answer.at(-1)?.part;
+  const showTrace = layout.trace.length > 0 || live || metadata.startedAt !== undefined || facts.state === 'error';
+  const logContext = (part?: unknown) => () => {
+    const tool = part ? toolCallOf(part as never) : null;
+    return session.context({
+      messageId: message.id,
+      runId: metadata.runId,
+      toolCallId: tool?.toolCallId,
+      approvalId: tool?.approval?.id,
+    });
+  };
+  const wrap = (key: string, node: ReactNode, part: unknown) => (
+    <ErrorBoundary key={key} context={logContext(part)}>
+      {node}
+    </ErrorBoundary>
+  );
+  const steps = layout.trace.filter(t => toolCallOf(t.part) !== null).length;
+  return (
+    <article
+      className="message assistant"
+      data-testid="assistant-message"
+      data-message-id={message.id}
+      data-run-id={metadata.runId ?? ''}
+      data-state={facts.state}
+    >
+      {showTrace && (
+        <ExecutionTrace facts={facts} startedAt={metadata.startedAt} endedAt={endedAt} stepCount={steps}>
+          {renderTraceParts(layout.trace, ctx, wrap)}
+          {layout.trace.length === 0 && (
+            <p className="muted">
+              {facts.state === 'running'
+                ? 'Starting…'
+                : facts.state === 'error'
+                  ? 'The run failed before any step finished.'
+                  : 'No tools or reasoning in this run.'}
+            </p>
+          )}
+        </ExecutionTrace>
+      )}
+      <div className="final-answer" data-testid="final-answer">
+        {layout.answer.map(({ part, index }) =>
+          part.type === 'text'
+            ? wrap(
+                `a${index}`,
+                <Markdown text={part.text} cursor={context.streaming && part === lastAnswer && part.state === 'streaming'} />,
+                part,
+              )
+            : null,
+        )}
+      </div>
+      {artifacts.length > 0 && (
+        <div className="artifacts" data-testid="artifacts">
+          {artifacts.map(a => (
+            <a key={a.key} className="artifact-card" href={a.url} target="_blank" rel="noopener noreferrer" data-testid="artifact-card">
+              <Icon name="download" />
+              <span className="artifact-title">{a.title}</span>
+              {a.mediaType && <span className="muted">{a.mediaType}</span>}
+              {a.toolCallId && (
+                <span
+                  className="artifact-source"
+                  role="link"
+                  tabIndex={0}
+                  onClick={e => {
+                    e.preventDefault();
+                    document.getElementById(`tool-${a.toolCallId}`)?.scrollIntoView({ block: 'center' });
+                  }}
+                  onKeyDown={() => undefined}
+                >
+                  step
+                </span>
+              )}
+            </a>
+          ))}
+        </div>
+      )}
+      {facts.state === 'error' && (
+        <div className="message-error" data-testid="message-error" role="alert">
+          <Icon name="alert" />
+          <span>{metadata.error?.message ?? 'The run failed.'}</span>
+          {canRegenerate && (
+            <button type="button" onClick={onRegenerate} data-testid="retry">
+              Retry
+            </button>
+          )}
+        </div>
+      )}
+      {facts.state !== 'error' && canRegenerate && (
+        <div className="message-actions">
+          <button type="button" className="link" onClick={onRegenerate} data-testid="regenerate">
+            <Icon name="refresh" /> Regenerate
+          </button>
+          {metadata.usage?.totalTokens !== undefined && (
+            <span className="muted">{metadata.usage.totalTokens} tokens</span>
+          )}
+        </div>
+      )}
+    </article>
+  );
+}
+
+export function UserMessage({ message }: { message: UIMessage }) {
+  return (
+    <article className="message user" data-testid="user-message" data-message-id={message.id}>
+      {message.parts.map((part, i) =>
+        part.type === 'text' ? (
+          <div key={i} className="user-text">
+            {part.text}
+          </div>
+        ) : part.type === 'file' ? (
+          <a key={i} href={part.url} target="_blank" rel="noopener noreferrer">
+            {part.filename ?? part.mediaType}
+          </a>
+        ) : null,
+      )}
+    </article>
+  );
+}
