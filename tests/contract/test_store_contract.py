@@ -698,3 +698,23 @@ def test_an_end_built_before_the_last_events_is_refused_and_nothing_is_written(b
     with pytest.raises(ConcurrentUpdate):
         store.finish_run(USER, "r1", stale)
     assert dump() == before
+
+
+def test_a_failed_runs_error_is_masked_in_the_message_metadata(backend: Backend) -> None:
+    store, _ = backend
+    start(store)
+    error = {"message": "provider said: invalid key sk-proj-abcdefghijklmnop1234"}
+    store.finish_run(
+        USER,
+        "r1",
+        FinishRun(
+            status="failed",
+            snapshot=SnapshotUpdate(parts=[], metadata={"schemaVersion": 1, "error": error}, snapshot_seq=0),
+            error=error,
+            now=2_000,
+        ),
+    )
+    message = store.get_message(USER, "c1", "a-r1")
+    assert message.metadata is not None
+    assert "abcdefghijklmnop1234" not in str(message.metadata)
+    assert "provider said: invalid key" in str(message.metadata)

@@ -1,6 +1,6 @@
 """Mask secrets in every record a unit of work writes (both backends use it).
 
-Message parts, tool-call inputs/outputs/errors, step response messages and event chunks pass
+Message parts, metadata and errors, tool-call inputs/outputs/errors, step response messages and event chunks pass
 through the `Redactor` before they are staged. The loop checkpoint is deliberately *not* masked:
 it is what an approved tool runs with after a pause, and a masked credential in it would make the
 tool run with `*****`. It is encrypted at rest like every item, never sent to a client, and never
@@ -24,7 +24,12 @@ def redact_record(record: Record, redactor: Redactor, reasoning: ReasoningPolicy
         case MessageRecord():
             parts = redact_parts(record.parts, redactor)
             return record.model_copy(
-                update={"parts": strip_reasoning(parts, reasoning) if reasoning != "keep" else parts}
+                update={
+                    "parts": strip_reasoning(parts, reasoning) if reasoning != "keep" else parts,
+                    # metadata reaches clients too (a failed run's error message is in it)
+                    "metadata": redactor.redact(record.metadata),
+                    "error": redactor.redact(record.error),
+                }
             )
         case ToolCallRecord():
             return record.model_copy(
