@@ -228,7 +228,10 @@ export class ChatSession {
     this.connection = 'reconnecting';
     this.changed();
     await this.chat.resumeStream();
-    if (this.chat.status === 'error') {
+    // A 204 (nothing active) leaves the chat's status as it was: an earlier execution error is not
+    // a lost connection (a stale sidebar poll can ask to follow a run that has just failed).
+    const nothingActive = this.lastRequest?.method === 'GET' && this.lastRequest.status === 204;
+    if (this.chat.status === 'error' && !nothingActive) {
       this.connection = 'lost';
     } else {
       this.connection = 'ok';
@@ -238,7 +241,7 @@ export class ChatSession {
       const last = [...this.chat.messages].reverse().find(m => m.role === 'assistant');
       const metadata = (last?.metadata ?? {}) as { runId?: string; completedAt?: number; abort?: unknown; error?: unknown };
       const ended = metadata.completedAt !== undefined || metadata.abort !== undefined || metadata.error !== undefined;
-      if (!this.busy() && last && metadata.runId && !ended) await this.reload();
+      if (!this.busy() && last && metadata.runId && (!ended || nothingActive)) await this.reload();
     }
     this.changed();
   }
