@@ -8,18 +8,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import boto3
-from moto import mock_aws
-
-from stepline.aws.stepfunctions import StepFunctionsOrchestrator
 from stepline.llm.base import LanguageModel
-from stepline.local.backend import MOTO_CONFIG
-from stepline.local.workflow import LocalWorkflow, install_lambda_router
+from stepline.local.backend import local_backend
+from stepline.local.workflow import LocalWorkflow
 from stepline.loop.tools import Tool
-from stepline.runtime.handlers import Handler, handlers
+from stepline.runtime.handlers import Handler
 from stepline.runtime.services import Services
 from stepline.store.records import RunRecord
-from tests.support.dynamo_store import make_dynamo_store
 
 
 @dataclass
@@ -58,22 +53,10 @@ def local_aws(
     wrap: Callable[[dict[str, Handler]], dict[str, Handler]] | None = None,
     **service_options: Any,
 ) -> Generator[LocalAws]:
-    with mock_aws(config=MOTO_CONFIG):
-        store, _ = make_dynamo_store()
-        workflow = LocalWorkflow()
-        orchestrator = StepFunctionsOrchestrator(
-            boto3.client("stepfunctions", region_name="us-east-1"),  # pyright: ignore[reportUnknownMemberType]
-            state_machine_arn=workflow.state_machine_arn,
-            approval_timeout_seconds=approval_timeout_seconds,
-        )
-        services = Services(
-            store=store,
-            model=model,
-            orchestrator=orchestrator,
-            tools=tools or [],
-            approval_timeout_ms=approval_timeout_seconds * 1000,
-            **service_options,
-        )
-        routes = handlers(lambda: services)
-        install_lambda_router(wrap(routes) if wrap else routes)
-        yield LocalAws(services, workflow, routes)
+    """`stepline dev`'s backend (`stepline.local.backend`) with this model, tools and service options."""
+
+    def make_services(**backend: Any) -> Services:
+        return Services(model=model, tools=tools or [], **{**backend, **service_options})
+
+    with local_backend(make_services, approval_timeout_seconds=approval_timeout_seconds, wrap=wrap) as backend:
+        yield LocalAws(backend.services, backend.workflow, backend.routes)
