@@ -174,8 +174,6 @@ def test_resume_replays_from_start_or_sends_only_what_was_missed(server: Running
     replay = frames(full.text)
     assert replay == first, "a replay is the same stream: same ids, same chunks, same start"
     assert json.loads(replay[0][1])["messageId"] == conversation["messages"][-1]["id"]
-    # after the run, the chunks are still there for a client that names what it saw
-    # (the active run is gone, so resuming is a 204; the tail itself is checked in test_tail)
 
 
 def test_resume_honours_last_event_id_and_last_event_seq(server: Running) -> None:

@@ -25,15 +25,14 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ..loop.state import LoopState
 from ..protocol._json import dumps
 from ..protocol.parts import UIMessage
 from ..protocol.request import ChatRequest, message_to_wire, plan_turn
 from ..runtime.services import Services
-from ..runtime.worker import abort_run, answer, begin_turn, decide
+from ..runtime.worker import abort_run, answer, begin_turn, decide, run_state
 from ..store.errors import ActiveRunExists, Conflict, DecisionConflict, Gone, NotFound
 from ..store.records import TERMINAL, MessageRecord, RunRecord, check_id
-from ..store.replay import EventPosition
+from ..store.replay import WHOLE_EVENT, EventPosition
 from .errors import ApiError
 from .tail import wait_position
 
@@ -210,7 +209,8 @@ def _continue(services: Services, user_id: str, conversation_id: str, message: U
     outputs = [o for o in answers.outputs if o[0] in asked]
     if not answers.decisions and not outputs:
         if run.status not in TERMINAL["run"] and run.status not in _WAITING:
-            return ChatStream(run_id=run.run_id, after=_position_now(services, user_id, run), prelude=[_start(stored)])
+            now = (run.last_event_seq, WHOLE_EVENT)  # a run at work: the client has what it wrote so far
+            return ChatStream(run_id=run.run_id, after=now, prelude=[_start(stored)])
         raise ApiError(400, f"messages: message {message.id} carries no approval response or tool output to continue")
     for approval_id, approved, reason in answers.decisions:
         _decide(services, user_id, run, approval_id, approved, reason)
@@ -236,11 +236,7 @@ def _settled(services: Services, user_id: str, run_id: str) -> RunRecord:
 
 def _questions(services: Services, user_id: str, run: RunRecord) -> set[str]:
     """The tool calls the run waits for the client to answer (only those may be answered)."""
-    checkpoint = services.store.latest_checkpoint(user_id, run.run_id)
-    if checkpoint is None:
-        return set()
-    state = LoopState.model_validate(checkpoint.state)
-    return {call.tool_call_id for call in state.pending_client_calls}
+    return {call.tool_call_id for call in run_state(services, user_id, run.run_id).pending_client_calls}
 
 
 def _decide(
@@ -257,10 +253,6 @@ def _decide(
         raise ApiError(409, f"approval {approval_id} was already decided the other way") from None
     except Gone:
         pass  # expired: the run already went on with a denial, which the stream shows
-
-
-def _position_now(services: Services, user_id: str, run: RunRecord) -> EventPosition:
-    return (run.last_event_seq, -1)
 
 
 def _start(message: MessageRecord) -> str:

@@ -49,6 +49,7 @@ __all__ = [
     "fail_run",
     "finalize_run",
     "model_step",
+    "run_state",
 ]
 
 _LOG = logging.getLogger("stepline.runtime")
@@ -407,11 +408,11 @@ def await_input(services: Services, user_id: str, run_id: str, task_token: str) 
     run = store.get_run(user_id, run_id)
     if run.status == "waiting_user":
         store.attach_run_token(user_id, run_id, task_token)
-        if not _client_outputs(services, user_id, run_id, _state(services, user_id, run_id))[1]:
+        if not _client_outputs(services, user_id, run_id, run_state(services, user_id, run_id))[1]:
             _resume(services, task_token)
         return {"waiting": "client"}
     waiting = False
-    state = _state(services, user_id, run_id)
+    state = run_state(services, user_id, run_id)
     for approval in _run_approvals(services, user_id, run_id, state):
         if approval.status == "requested":
             with contextlib.suppress(Conflict):  # decided between the read and this write
@@ -422,7 +423,8 @@ def await_input(services: Services, user_id: str, run_id: str, task_token: str) 
     return {"waiting": "approval"}
 
 
-def _state(services: Services, user_id: str, run_id: str) -> LoopState:
+def run_state(services: Services, user_id: str, run_id: str) -> LoopState:
+    """The run's latest checkpoint (every run has one from its start)."""
     checkpoint = services.store.latest_checkpoint(user_id, run_id)
     assert checkpoint is not None
     return LoopState.model_validate(checkpoint.state)
@@ -440,7 +442,7 @@ def _resume(services: Services, task_token: str) -> None:
 def expire_input(services: Services, user_id: str, run_id: str) -> dict[str, Any]:
     """The wait timed out: pending approvals expire (the model reads a denial), questions get an error."""
     store, now = services.store, services.clock()
-    state = _state(services, user_id, run_id)
+    state = run_state(services, user_id, run_id)
     for approval in _run_approvals(services, user_id, run_id, state):
         store.expire_approval(user_id, approval.approval_id, now=now)
     for call in state.pending_client_calls:
@@ -460,7 +462,9 @@ def decide(services: Services, user_id: str, approval_id: str, *, approved: bool
     store = services.store
     result = store.decide_approval(user_id, approval_id, approved=approved, reason=reason, now=services.clock())
     approval = store.settle_approval(user_id, approval_id, now=services.clock())
-    run_still_waiting = _still_requested(services, user_id, approval.run_id, _state(services, user_id, approval.run_id))
+    run_still_waiting = _still_requested(
+        services, user_id, approval.run_id, run_state(services, user_id, approval.run_id)
+    )
     if result.first and approval.task_token and not run_still_waiting:
         _resume(services, approval.task_token)
     return approval
@@ -475,7 +479,7 @@ def answer(
         user_id, run_id, tool_call_id, output=output, error=error, now=services.clock()
     )
     run = services.store.get_run(user_id, run_id)
-    if run.task_token and not _client_outputs(services, user_id, run_id, _state(services, user_id, run_id))[1]:
+    if run.task_token and not _client_outputs(services, user_id, run_id, run_state(services, user_id, run_id))[1]:
         _resume(services, run.task_token)
     return row
 
@@ -517,7 +521,7 @@ def _end(
 
 def finalize_run(services: Services, user_id: str, run_id: str) -> dict[str, Any]:
     """The run finished: the `finish` chunk, completedAt/usage/finishReason, the active run cleared."""
-    state = _state(services, user_id, run_id)
+    state = run_state(services, user_id, run_id)
     now = services.clock()
     finish_reason = state.steps[-1].finish_reason if state.steps else "other"
     metadata: dict[str, Any] = {"completedAt": now, "finishReason": finish_reason}
