@@ -110,7 +110,7 @@ def test_an_expired_approval_reaches_the_model_as_a_denial() -> None:
 
 
 def _approval_ids(aws: LocalAws, run_id: str) -> list[str]:
-    state = worker._state(aws.services, USER, run_id)  # pyright: ignore[reportPrivateUsage] - reads the checkpoint
+    state = worker.run_state(aws.services, USER, run_id)
     steps = state.steps
     return [
         p["approvalId"]
