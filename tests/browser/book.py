@@ -2,7 +2,8 @@
 
 Prompts and what they play:
 - "flood": one step of FLOOD_DELTAS text deltas, no pauses (thousands of SSE events at once);
-- "fail": a few visible tokens, then a 500 from the model (visible output: not retried): a failed run;
+- "fail": a few visible tokens, then a 400 from the model (visible output: not retried): a failed run;
+- "stumble": STUMBLE_DELTAS text deltas SLOW_DELAY_MS apart, then the same 400: a run that fails late;
 - "slowly": reasoning and list_files, then SLOW_DELTAS text deltas SLOW_DELAY_MS apart;
 - "artifact": write_file (needs approval), save_artifact, then a short answer;
 - "write": write_file (needs approval), then a short answer;
@@ -18,6 +19,8 @@ from typing import Any
 FLOOD_DELTAS = 3000
 SLOW_DELTAS = 40
 SLOW_DELAY_MS = 70
+STUMBLE_DELTAS = 25
+REFUSAL = {"kind": "bad_request", "status": 400, "message": "the model refused the request (scripted)"}
 
 USAGE = {"inputTokens": {"total": 100, "noCache": 100}, "outputTokens": {"total": 20}}
 
@@ -71,15 +74,16 @@ BOOK_SCRIPTS: dict[str, Any] = {
         {
             "name": "fail",
             "match": ["fail"],
+            "steps": [{**step(text(["Working on it"])), "raise": REFUSAL, "after": 3}],
+        },
+        {
+            "name": "stumble",
+            "match": ["stumble"],
             "steps": [
                 {
-                    **step(text(["Working on it"])),
-                    "raise": {
-                        "kind": "bad_request",
-                        "status": 400,
-                        "message": "the model refused the request (scripted)",
-                    },
-                    "after": 3,
+                    **step(text([f"try{i} " for i in range(STUMBLE_DELTAS)]), delay_ms=SLOW_DELAY_MS),
+                    "raise": REFUSAL,
+                    "after": 2 + STUMBLE_DELTAS,
                 }
             ],
         },

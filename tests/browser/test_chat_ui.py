@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Locator, expect
 
-from tests.browser.book import flood_text, slow_deltas
+from tests.browser.book import STUMBLE_DELTAS, flood_text, slow_deltas
 from tests.browser.conftest import Stack, Ui, make_ui
 
 # What Chromium itself logs for an HTTP error answer or a cut connection (the scenarios that cause one allow it).
@@ -337,6 +337,27 @@ def test_an_execution_error_stays_on_its_message_with_retry(ui: Ui) -> None:
     stored = ui.stored()
     assert len([m for m in stored["messages"] if m["role"] == "assistant"]) == 1
     assert_clean_console(ui)
+
+
+def test_a_run_that_fails_after_a_reconnect_shows_its_error_not_a_lost_connection(ui: Ui) -> None:
+    # Regression: the reconnect followed the run to its `error` chunk, and the chat's error status
+    # was taken for a failed reconnect ("Connection lost", a Reconnect button that replays the failure).
+    dropped = ui.stack.proxy.dropped
+    ui.stack.proxy.faults.drop_chat_after = 3
+    ui.open()
+    ui.send("stumble, please")
+    assert_settled(ui, "error")
+    assert ui.stack.proxy.dropped == dropped + 1
+    resumes = [r for r in ui.stack.proxy.requests if r[1] == f"/api/chat/{ui.chat_id}/stream"]
+    assert (resumes[-1][0], resumes[-1][2]) == ("GET", 200)  # the reconnect followed the run to its end
+    expect(ui.page.get_by_test_id("chat")).to_have_attribute("data-connection", "ok")
+    expect(ui.page.get_by_test_id("connection-banner")).to_have_count(0)
+    error = last_assistant(ui).get_by_test_id("message-error")
+    expect(error).to_contain_text("refused")
+    expect(error.get_by_test_id("retry")).to_be_visible()
+    assert_one_assistant_message(ui)
+    assert stored_text(ui.stored()).strip() == " ".join(f"try{i}" for i in range(STUMBLE_DELTAS))
+    assert_clean_console(ui, RESOURCE_ERROR, r"\[stepline-ui\] network error")
 
 
 # -- questions, stop, a phone ------------------------------------------------------------------------

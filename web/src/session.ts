@@ -63,6 +63,8 @@ export class ChatSession {
   requests = 0;
   /** The run whose stream carried an `error` chunk: its state comes from the stored messages. */
   stepFailedRunId: string | undefined;
+  /** What the chat's last error was: only a network or stream failure is a lost connection. */
+  private errorKind: 'network' | 'http' | 'stream' | 'execution' | undefined;
 
   private lastRequest: RequestRecord | undefined;
   private readonly stockDecisions = new Map<string, { approved: boolean; reason?: string }>();
@@ -227,11 +229,13 @@ export class ChatSession {
   async reconnect(): Promise<void> {
     this.connection = 'reconnecting';
     this.changed();
+    this.errorKind = undefined;
     await this.chat.resumeStream();
     // A 204 (nothing active) leaves the chat's status as it was: an earlier execution error is not
-    // a lost connection (a stale sidebar poll can ask to follow a run that has just failed).
+    // a lost connection (a stale sidebar poll can ask to follow a run that has just failed). Nor is
+    // a run that failed while it was followed: the stream carried its `error` chunk.
     const nothingActive = this.lastRequest?.method === 'GET' && this.lastRequest.status === 204;
-    if (this.chat.status === 'error' && !nothingActive) {
+    if (this.chat.status === 'error' && !nothingActive && this.errorKind !== 'execution') {
       this.connection = 'lost';
     } else {
       this.connection = 'ok';
@@ -267,6 +271,7 @@ export class ChatSession {
     const disconnected =
       error instanceof TypeError || (request?.networkError !== undefined && !request.reachedServer);
     if (disconnected) {
+      this.errorKind = 'network';
       if (this.stockDecisions.size > 0 && request && !request.reachedServer) {
         this.rollBackStockDecisions('the decision did not reach the server; try again');
       }
@@ -275,6 +280,7 @@ export class ChatSession {
       return;
     }
     if (status !== undefined && status >= 400) {
+      this.errorKind = 'http';
       const message = errorMessage(error.message);
       if (this.stockDecisions.size > 0) {
         if (status === 404 || status === 409 || status === 410) this.settleStockDecisions(status, message);
@@ -286,6 +292,7 @@ export class ChatSession {
     }
     if (error.name.startsWith('AI_')) {
       // A stream the SDK could not read (a protocol violation): logged, then followed again.
+      this.errorKind = 'stream';
       logUiError('stream', error, this.context());
       this.notice = `The stream could not be read (${error.name}); reconnecting`;
       this.scheduleReconnect();
@@ -294,6 +301,7 @@ export class ChatSession {
     // An `error` chunk: a step of the run failed. The stock client stops reading there, but the
     // run's end (its metadata with the error) comes after it, or the server retries the step; the
     // stored message has the truth, so load it (and again whenever the server's view changes).
+    this.errorKind = 'execution';
     this.stepFailedRunId = (this.context().runId ?? '') || undefined;
     setTimeout(() => void this.reload(), 500);
   }
