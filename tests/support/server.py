@@ -18,7 +18,7 @@ import uvicorn
 from stepline.api.app import ApiOptions
 from stepline.local.dev import DevConfig, DevServer, dev_server
 
-FAST = ApiOptions(poll_seconds=0.02, keep_alive_seconds=1.0)
+FAST = ApiOptions(poll_seconds=0.02, wait_poll_seconds=0.2, keep_alive_seconds=1.0)
 
 
 @dataclass

@@ -42,6 +42,7 @@ def _stream_chat(
 ) -> StreamingResponse:
     follow = TailOptions(
         poll_seconds=options.poll_seconds,
+        wait_poll_seconds=options.wait_poll_seconds,
         max_seconds=options.stream_max_seconds,
         stop_at_input=stop_at_input,
         input_grace_seconds=chat.input_grace,

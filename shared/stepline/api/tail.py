@@ -41,6 +41,8 @@ class TailOptions:
     """How a stream polls and when it gives up."""
 
     poll_seconds: float = 0.1
+    wait_poll_seconds: float = 1.0
+    """While the run waits for a person, the poll backs off (doubling) up to this interval."""
     max_seconds: float = 840.0
     """Under Lambda's 15 minutes, with room to close cleanly."""
     stop_at_input: bool = True
@@ -62,30 +64,39 @@ async def follow_run(
     options: TailOptions = TailOptions(),
     clock: Callable[[], int],
 ) -> AsyncIterator[str]:
-    """SSE frames of the run's chunks after `after` (all when None), live, until the run stops."""
+    """SSE frames of the run's chunks after `after` (all when None), live, until the run stops.
+
+    Each poll reads the run (one consistent read). The log is queried only when the run's
+    `last_event_seq` (written in the same transaction as the events) says it has something new;
+    while the run waits for a person, the polls back off to `wait_poll_seconds`.
+    """
     position: EventPosition = after if after is not None else (0, WHOLE_EVENT)
     started = time.monotonic()
     deadline = started + options.max_seconds
     sent = False
+    interval = options.poll_seconds
     while time.monotonic() < deadline:
-        seq = position[0] if position[1] == WHOLE_EVENT else position[0] - 1
-        events = await to_thread.run_sync(lambda s=seq: store.events_after(user_id, run_id, s, now=clock()))
-        for event in events:
-            for index, chunk in enumerate(event.chunks):
-                if _unseen(event.seq, index, position):
-                    yield _frame(event.seq, index, chunk)
-                    sent = True
-            position = (event.seq, WHOLE_EVENT)
-        if events:
-            continue
         run = await to_thread.run_sync(lambda: store.get_run(user_id, run_id))
+        seen = position[0] if position[1] == WHOLE_EVENT else position[0] - 1
+        if run.last_event_seq > seen:
+            events = await to_thread.run_sync(lambda s=seen: store.events_after(user_id, run_id, s, now=clock()))
+            for event in events:
+                for index, chunk in enumerate(event.chunks):
+                    if _unseen(event.seq, index, position):
+                        yield _frame(event.seq, index, chunk)
+                        sent = True
+                position = (event.seq, WHOLE_EVENT)
+            if events:
+                interval = options.poll_seconds
+                continue  # the run may have moved on meanwhile: read it again
         waited = sent or time.monotonic() - started >= options.input_grace_seconds
-        if run.status in TERMINAL["run"] or (options.stop_at_input and run.status in _WAITING and waited):
-            if run.last_event_seq <= position[0]:
-                yield DONE
-                return
-            continue  # events appended between the read and the status: read them first
-        await asyncio.sleep(options.poll_seconds)
+        waiting = run.status in _WAITING
+        ended = run.status in TERMINAL["run"] or (options.stop_at_input and waiting and waited)
+        if ended and run.last_event_seq <= position[0]:
+            yield DONE
+            return
+        await asyncio.sleep(interval)
+        interval = min(interval * 2, options.wait_poll_seconds) if waiting else options.poll_seconds
 
 
 def _unseen(seq: int, index: int, position: EventPosition) -> bool:

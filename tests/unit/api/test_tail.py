@@ -91,3 +91,62 @@ def test_wait_position_is_the_end_of_the_step_that_asked() -> None:
     assert wait_position(events, approval_ids=set(), tool_call_ids={"q1"}) == (3, 1)
     assert wait_position(events, approval_ids={"ap1"}, tool_call_ids={"q1"}) == (3, 1)
     assert wait_position(events, approval_ids={"nope"}, tool_call_ids=set()) == (0, -1)
+
+
+class CountingStore:
+    """The store, counting the tail's reads."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self.reads: dict[str, int] = {"get_run": 0, "events_after": 0}
+
+    def get_run(self, *args: Any, **kwargs: Any) -> Any:
+        self.reads["get_run"] += 1
+        return self.store.get_run(*args, **kwargs)
+
+    def events_after(self, *args: Any, **kwargs: Any) -> Any:
+        self.reads["events_after"] += 1
+        return self.store.events_after(*args, **kwargs)
+
+
+def test_a_waiting_run_is_polled_less_and_less_and_its_log_is_read_only_when_it_grew(monkeypatch: Any) -> None:
+    store = store_with_events([[{"type": "start"}]])
+    store.request_approval(
+        USER,
+        RUN,
+        approvals=[],
+        tool_calls=[],
+        snapshot=SnapshotUpdate(parts=[], metadata=None, snapshot_seq=1),
+        checkpoint_state={},
+        event=None,
+        now=3,
+    )
+    counting = CountingStore(store)
+    slept: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(seconds: float) -> None:  # the tail's polls; the run moves on at set points
+        slept.append(seconds)
+        if len(slept) == 5:  # the decision arrives: the worker goes on and writes
+            store.mark_running(USER, RUN, now=4)
+            store.append_events(USER, RUN, [NewEvent(type="x", chunks=[delta(1)])], now=4)
+        if len(slept) == 8:
+            finish(store)
+        await real_sleep(0)
+
+    monkeypatch.setattr("stepline.api.tail.asyncio.sleep", sleep)
+    options = TailOptions(poll_seconds=0.01, wait_poll_seconds=0.04, stop_at_input=False)
+
+    async def collect() -> list[str]:
+        return [f async for f in follow_run(counting, USER, RUN, options=options, clock=lambda: 2)]  # type: ignore[arg-type]
+
+    frames = asyncio.run(collect())
+    assert [e.data for f in frames for e in SseDecoder().feed(f)] == [
+        '{"type":"start"}',
+        '{"type":"text-delta","id":"t","delta":"1"}',
+        '{"type":"finish"}',
+        "[DONE]",
+    ]
+    assert slept == [0.01, 0.02, 0.04, 0.04, 0.04, 0.01, 0.01, 0.01], "backs off while waiting, not while running"
+    assert counting.reads["events_after"] == 3, "the log is queried only when the run says it grew"
+    assert counting.reads["get_run"] == len(slept) + 3 + 1
