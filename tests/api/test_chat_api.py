@@ -405,3 +405,12 @@ def test_regenerate_after_a_new_user_id_is_a_plain_turn(server: Running) -> None
     final = conversation["messages"][-1]
     assert final["id"] == decode_ui_message_stream(regenerated.text)[0].message_id
     assert any(p.get("type") == "tool-list_files" for p in final["parts"]), "the regenerated answer answers u2"
+
+
+def test_by_default_no_other_origin_is_admitted(server: Running) -> None:
+    request = {"origin": "http://localhost:3000", "access-control-request-method": "POST"}
+    with server.client() as http:
+        preflight = http.options("/api/chat", headers=request)
+        listed = http.get("/api/conversations", headers={"origin": "http://localhost:3000"})
+    assert preflight.status_code == 405
+    assert not [h for h in (*preflight.headers, *listed.headers) if h.startswith("access-control-")]

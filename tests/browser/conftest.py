@@ -146,6 +146,7 @@ def make_ui(browser: Browser, stack: Stack, viewport: dict[str, int] | None = No
         lambda r: None if r.url.startswith(stack.proxy.url) or r.url.startswith("data:") else outside.append(r.url),
     )
     stack.proxy.faults.__init__()  # type: ignore[misc]
+    stack.proxy.requests.clear()  # each test reads the requests of its own page
     yield Ui(page, console, stack)
     context.close()
     assert outside == [], f"requests outside the page's origin: {outside}"

@@ -14,6 +14,7 @@ from fastapi import FastAPI
 
 from ..runtime.services import Services
 from . import resources, streams
+from .cors import install_cors
 from .deps import ApiOptions
 from .errors import install_error_handlers
 from .identity import Identity
@@ -37,6 +38,7 @@ def create_app(services: Services, identity: Identity, options: ApiOptions = Api
     app.state.identity = identity
     app.state.options = options
     install_error_handlers(app)
+    install_cors(app, options.cors_origins)
     app.include_router(streams.router)
     app.include_router(resources.router)
     _document_chat_body(app)

@@ -25,6 +25,8 @@ class ApiOptions:
     """A stream following a run that waits for a person polls it at most this often (it backs off)."""
     stream_max_seconds: float = 840.0
     artifact_link_seconds: int = 300
+    cors_origins: tuple[str, ...] = ()
+    """Browser origins other than the API's own that may call it (`stepline.api.cors`)."""
 
 
 def _user(request: Request) -> str:

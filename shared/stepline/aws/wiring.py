@@ -50,6 +50,8 @@ class Settings(BaseModel):
     event_retention_days: int = Field(alias="STEPLINE_EVENT_RETENTION_DAYS", default=7, ge=1)
     openai_key_parameter: str | None = Field(alias="STEPLINE_OPENAI_KEY_PARAMETER", default=None)
     anthropic_key_parameter: str | None = Field(alias="STEPLINE_ANTHROPIC_KEY_PARAMETER", default=None)
+    cors_origins: str = Field(alias="STEPLINE_CORS_ORIGINS", default="")
+    """Comma-separated browser origins that may call the API (read by `stepline.aws.api`)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:

@@ -12,6 +12,8 @@ Configuration is read from the environment:
     STEPLINE_TOOLS       a module exposing TOOLS (default: stepline.tools.workspace)
     STEPLINE_DEV_TOKENS  token:user,token2:user2 (default: one local user, no token needed)
     STEPLINE_APPROVAL_TIMEOUT_SECONDS   how long an approval or question waits (default: 1 day)
+    STEPLINE_CORS_ORIGINS  other browser origins that may call the API, comma-separated, such as
+                         http://localhost:3000 for a front end of your own (default: none)
 
 `--aws` serves the API over a deployed stack instead (its tables, bucket and state machine, named
 by the same `STEPLINE_*` variables the Lambda functions read; see infra/README.md).
@@ -19,6 +21,7 @@ by the same `STEPLINE_*` variables the Lambda functions read; see infra/README.m
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Generator, Mapping
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from ..api.app import ApiOptions, create_app
+from ..api.cors import parse_origins
 from ..api.identity import DevTokens, Identity, parse_dev_tokens
 from ..errors import StepLineError
 from ..llm.registry import DEMO_BOOK, resolve_model
@@ -54,6 +58,7 @@ class DevConfig:
     tools: str
     tokens: dict[str, str]
     approval_timeout_seconds: int
+    cors_origins: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> DevConfig:
@@ -62,6 +67,10 @@ class DevConfig:
             tokens = parse_dev_tokens(env.get("STEPLINE_DEV_TOKENS", ""))
         except ValueError as error:
             raise DevConfigError(str(error)) from None
+        try:
+            origins = parse_origins(env.get("STEPLINE_CORS_ORIGINS", ""))
+        except ValueError as error:
+            raise DevConfigError(f"STEPLINE_CORS_ORIGINS: {error}") from None
         timeout = env.get("STEPLINE_APPROVAL_TIMEOUT_SECONDS", "86400")
         if not timeout.isdigit() or int(timeout) < 1:
             raise DevConfigError("STEPLINE_APPROVAL_TIMEOUT_SECONDS must be a whole number of seconds >= 1")
@@ -71,6 +80,7 @@ class DevConfig:
             tools=env.get("STEPLINE_TOOLS", "").strip() or DEFAULT_TOOLS,
             tokens=tokens,
             approval_timeout_seconds=int(timeout),
+            cors_origins=origins,
         )
 
 
@@ -95,7 +105,7 @@ def dev_server(config: DevConfig, *, api: ApiOptions = ApiOptions()) -> Generato
 
     with local_backend(make_services, approval_timeout_seconds=config.approval_timeout_seconds) as backend:
         identity = DevTokens(config.tokens)
-        app = create_app(backend.services, identity, api)
+        app = create_app(backend.services, identity, dataclasses.replace(api, cors_origins=config.cors_origins))
         blobs = backend.services.blobs
         assert isinstance(blobs, LocalLinkBlobStore)
         mount_links(app, blobs)
@@ -119,10 +129,17 @@ def banner(server: DevServer, url: str) -> str:
         "  storage  embedded: DynamoDB, S3 and Step Functions (template.yaml's state machine) on moto, in memory;",
         "           everything is gone when the server stops (`stepline dev --aws` uses a deployed stack)",
         f"  users    {server.identity.describe()}",
+        f"  origins  {_origins(config.cors_origins)}",
         f"  web UI   {describe(default_dist(os.environ))}",
         "  stop     Ctrl-C",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _origins(origins: tuple[str, ...]) -> str:
+    if not origins:
+        return "same origin only  (STEPLINE_CORS_ORIGINS=http://localhost:3000,... admits other front ends)"
+    return f"same origin and {', '.join(origins)}  (STEPLINE_CORS_ORIGINS)"
 
 
 def serve(host: str, port: int, *, aws: bool = False, out: TextIO = sys.stdout) -> None:
@@ -146,7 +163,9 @@ def _serve_aws(host: str, port: int, url: str, out: TextIO) -> None:
     from ..aws.wiring import services_from_env
 
     services = services_from_env()
-    identity = DevTokens(parse_dev_tokens(os.environ.get("STEPLINE_DEV_TOKENS", "")))
+    config = DevConfig.from_env(os.environ)
+    identity = DevTokens(config.tokens)
     out.write(f"Stepline API at {url} over the deployed stack's resources ({identity.describe()})\n")
     out.flush()
-    uvicorn.run(create_app(services, identity), host=host, port=port, log_level="warning")
+    app = create_app(services, identity, ApiOptions(cors_origins=config.cors_origins))
+    uvicorn.run(app, host=host, port=port, log_level="warning")
