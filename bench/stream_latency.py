@@ -16,7 +16,7 @@ parsed the event that carries it − that yield time. Everything runs in this on
   thread. The client (httpx, main thread) POSTs `/api/chat` with DefaultChatTransport's body and
   parses the SSE as it arrives (`SseDecoder`). A delta travels model → loop → `RunRecorder` →
   `EventBatcher` (a batch is written once `delta_window` has passed since the last one) → DynamoDB
-  → the API's tail (it re-reads the log every `poll_seconds` when it found nothing new) → SSE.
+  → the API's tail (it reads the run every `poll_seconds`, and the log when the run has grown) → SSE.
   Two configurations: the defaults (150 ms window, 100 ms poll) and a tuned one (20 ms, 20 ms).
 
 Each path is warmed up with a short run first (imports, moto, the first execution); then one

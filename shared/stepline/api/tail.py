@@ -88,7 +88,6 @@ async def follow_run(
                 position = (event.seq, WHOLE_EVENT)
             if events:
                 interval = options.poll_seconds
-                continue  # the run may have moved on meanwhile: read it again
         waited = sent or time.monotonic() - started >= options.input_grace_seconds
         waiting = run.status in _WAITING
         ended = run.status in TERMINAL["run"] or (options.stop_at_input and waiting and waited)
