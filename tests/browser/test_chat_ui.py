@@ -394,6 +394,27 @@ def test_stop_aborts_the_run(ui: Ui) -> None:
     assert_clean_console(ui)
 
 
+def test_stop_while_a_question_waits_ends_the_question_as_stopped(ui: Ui) -> None:
+    ui.open()
+    ui.send("ask me something")
+    live = ui.page.get_by_test_id("live-question")
+    expect(live).to_contain_text("Which colour?")
+    expect(trace(ui)).to_have_attribute("data-trace-state", "waiting")
+    ui.page.get_by_test_id("stop").click()  # offered beside Answer while the run waits
+    assert_settled(ui, "incomplete")
+    expect(trace(ui).get_by_test_id("trace-label")).to_contain_text("Stopped")
+    expect(live).to_have_count(0)
+    expect(ui.page.get_by_test_id("stop")).to_have_count(0)
+    open_trace(ui)
+    question = last_assistant(ui).get_by_test_id("question-card")
+    expect(question).to_have_attribute("data-question-state", "aborted")
+    expect(question).to_contain_text("Stopped before it was answered")
+    stored = ui.stored()
+    assert stored["messages"][-1]["metadata"]["abort"]["reason"] == "user_cancelled"
+    assert stored["status"] != "waiting_user" and stored["activeRunId"] is None
+    assert_clean_console(ui)
+
+
 @pytest.fixture
 def phone(browser: Browser, stack: Stack) -> Iterator[Ui]:
     yield from make_ui(browser, stack, {"width": 390, "height": 760})

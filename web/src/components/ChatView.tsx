@@ -279,11 +279,13 @@ function ChatView({ session, summary }: { session: ChatSession; summary?: Conver
             aria-label="Message"
             data-testid="composer-input"
           />
-          {working ? (
+          {(working || waiting) && (
+            // While the run waits for an approval or an answer, it can be stopped too.
             <button type="button" className="stop" onClick={() => void stop()} disabled={!activeRunId || stopping} data-testid="stop">
               <Icon name="stop" /> Stop
             </button>
-          ) : (
+          )}
+          {!working && (
             <button type="submit" className="primary" disabled={!draft.trim()} data-testid="send">
               {liveQuestion ? 'Answer' : 'Send'}
             </button>

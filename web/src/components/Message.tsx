@@ -126,7 +126,8 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
   const artifacts = artifactsOf(message);
   const live = facts.state === 'running' || facts.state === 'waiting';
   const readOnly = facts.state === 'incomplete' || facts.state === 'error' && !context.streaming;
-  const ctx: PartContext = { session, readOnly, live };
+  const stopped = facts.state === 'incomplete' && facts.incompleteReason === 'stopped';
+  const ctx: PartContext = { session, readOnly, live, stopped };
   const endedAt = metadata.completedAt ?? metadata.abort?.at ?? metadata.error?.at;
   const lastAnswer = layout.answer.at(-1)?.part;
   const showTrace = layout.trace.length > 0 || live || metadata.startedAt !== undefined || facts.state === 'error';

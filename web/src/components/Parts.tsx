@@ -19,6 +19,8 @@ export interface PartContext {
   session: ChatSession;
   /** Incomplete or superseded turn: cards are read-only. */
   readOnly: boolean;
+  /** The run was stopped (aborted) before it finished: what was still open ends here. */
+  stopped: boolean;
   /** The trace is live (running or waiting). */
   live: boolean;
 }
@@ -300,6 +302,9 @@ export function QuestionCard({ tool, ctx }: { tool: ToolCall; ctx: PartContext }
     const expired = /timeout|expired/i.test(tool.errorText ?? '');
     state = expired ? 'expired' : 'cancelled';
     body = <p className="muted">{expired ? 'Expired: no answer in time.' : `Cancelled (${tool.errorText ?? 'no answer'}).`}</p>;
+  } else if (ctx.readOnly && ctx.stopped) {
+    state = 'aborted';
+    body = <p className="muted">Stopped before it was answered.</p>;
   } else if (ctx.readOnly) {
     state = 'not-answered';
     body = <p className="muted">Not answered.</p>;
