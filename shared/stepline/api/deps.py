@@ -23,6 +23,9 @@ class ApiOptions:
     poll_seconds: float = 0.1
     wait_poll_seconds: float = 1.0
     """A stream following a run that waits for a person polls it at most this often (it backs off)."""
+    resume_wait_seconds: float = 300.0
+    """A resume stream follows a run through a wait for a person this long, then ends with `[DONE]`
+    (a held stream is billed function time; the client answers the stock way, or resumes)."""
     stream_max_seconds: float = 840.0
     artifact_link_seconds: int = 300
     cors_origins: tuple[str, ...] = ()

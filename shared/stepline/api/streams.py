@@ -45,6 +45,7 @@ def _stream_chat(
         wait_poll_seconds=options.wait_poll_seconds,
         max_seconds=options.stream_max_seconds,
         stop_at_input=stop_at_input,
+        wait_hold_seconds=None if stop_at_input else options.resume_wait_seconds,
         input_grace_seconds=chat.input_grace,
     )
 

@@ -9,7 +9,8 @@ A stream ends:
 - when the run waits for the user (an approval or a question) and `stop_at_input` is set: also
   `[DONE]`, so a stock client's `sendAutomaticallyWhen` can send the answer (it only sends once the
   stream is over). A stream that follows the run through its waits (the resume stream) leaves it
-  unset and keeps the connection open with keep-alive comments until the run goes on;
+  unset and keeps the connection open with keep-alive comments until the run goes on, or until
+  the run has waited `wait_hold_seconds` (then `[DONE]`: the client answers the stock way);
 - when `max_seconds` is reached (Lambda's 15-minute limit): without `[DONE]`; the client resumes.
 
 The tail never stops a run: a client that goes away only ends its own stream.
@@ -46,6 +47,9 @@ class TailOptions:
     max_seconds: float = 840.0
     """Under Lambda's 15 minutes, with room to close cleanly."""
     stop_at_input: bool = True
+    wait_hold_seconds: float | None = None
+    """Without `stop_at_input`: end the stream (`[DONE]`) once the run has waited this long, since a
+    stream held open costs its function's time while nothing happens."""
     input_grace_seconds: float = 0.0
     """A wait only ends the stream once something was sent, or after this long. A continuation
     needs it: the run still reads waiting until its worker picks up the answer just given."""
@@ -75,6 +79,7 @@ async def follow_run(
     deadline = started + options.max_seconds
     sent = False
     interval = options.poll_seconds
+    waiting_since: float | None = None
     while time.monotonic() < deadline:
         run = await to_thread.run_sync(lambda: store.get_run(user_id, run_id))
         seen = position[0] if position[1] == WHOLE_EVENT else position[0] - 1
@@ -88,9 +93,15 @@ async def follow_run(
                 position = (event.seq, WHOLE_EVENT)
             if events:
                 interval = options.poll_seconds
-        waited = sent or time.monotonic() - started >= options.input_grace_seconds
+        now = time.monotonic()
         waiting = run.status in _WAITING
-        ended = run.status in TERMINAL["run"] or (options.stop_at_input and waiting and waited)
+        waiting_since = (waiting_since or now) if waiting else None
+        if options.stop_at_input:
+            stop_waiting = sent or now - started >= options.input_grace_seconds
+        else:
+            hold = options.wait_hold_seconds
+            stop_waiting = hold is not None and waiting_since is not None and now - waiting_since >= hold
+        ended = run.status in TERMINAL["run"] or (waiting and stop_waiting)
         if ended and run.last_event_seq <= position[0]:
             yield DONE
             return

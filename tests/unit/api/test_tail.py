@@ -73,6 +73,8 @@ def test_a_waiting_run_ends_the_stream_only_when_asked() -> None:
     assert read(store) == [("1.0", '{"type":"start"}'), (None, "[DONE]")]
     following = read(store, tail={"stop_at_input": False}, max_seconds=0.3)
     assert following == [("1.0", '{"type":"start"}')], "it follows the run through the wait, then gives up"
+    held = read(store, tail={"stop_at_input": False, "wait_hold_seconds": 0.05}, max_seconds=30)
+    assert held == [("1.0", '{"type":"start"}'), (None, "[DONE]")], "a held wait ends the stream, long before 30 s"
 
 
 def event(seq: int, chunks: list[dict[str, Any]]) -> EventRecord:
