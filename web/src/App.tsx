@@ -1,14 +1,25 @@
 // The page: the conversation sidebar (most recent first, with a running / waiting indicator) and
 // the chat of the selected conversation. The URL is /c/{conversationId}; switching conversations
 // never stops a run (the server runs it; the client keeps the other chat's stream open too).
-import { useCallback, useEffect, useMemo, useState } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { deleteConversation, listConversations, type ConversationSummary } from './api';
 import { ChatLoader } from './components/ChatView';
 import { Icon, Spinner } from './components/Icon';
 import { dropSession, existingSession, type SessionHooks } from './session';
 import { logUiError } from './telemetry';
 
-const POLL_MS = 1500;
+// How often the sidebar asks the server for the conversations (a GET per poll, per open tab): often
+// while a run works, less while runs only wait for a person, rarely when nothing is active. Any
+// run this page starts or follows refreshes it at once, and so does coming back to the tab.
+const POLL_RUNNING_MS = 1500;
+const POLL_WAITING_MS = 5000;
+const POLL_IDLE_MS = 15000;
+
+function pollDelay(conversations: ConversationSummary[]): number {
+  if (conversations.some(c => c.status === 'running')) return POLL_RUNNING_MS;
+  if (conversations.some(c => c.activeRunId !== null)) return POLL_WAITING_MS;
+  return POLL_IDLE_MS;
+}
 
 function idFromPath(): string | null {
   const match = /^\/c\/([^/]+)\/?$/.exec(window.location.pathname);
@@ -44,9 +55,14 @@ export function App() {
   const [listError, setListError] = useState<string>();
   const [menuOpen, setMenuOpen] = useState(false);
 
+  const latest = useRef<ConversationSummary[]>([]);
+  const lastAsked = useRef(0);
   const refresh = useCallback(async () => {
+    lastAsked.current = Date.now();
     try {
-      setConversations(await listConversations());
+      const listed = await listConversations();
+      latest.current = listed;
+      setConversations(listed);
       setListError(undefined);
     } catch (error) {
       setListError(String(error));
@@ -57,11 +73,25 @@ export function App() {
   const hooks: SessionHooks = useMemo(() => ({ onRunsChanged: () => void refresh() }), [refresh]);
 
   useEffect(() => {
-    void refresh();
-    const timer = window.setInterval(() => {
+    let timer: number | undefined;
+    let stopped = false;
+    const tick = async () => {
+      const due = Date.now() - lastAsked.current >= pollDelay(latest.current);
+      if (due && document.visibilityState === 'visible') await refresh();
+      if (!stopped) timer = window.setTimeout(() => void tick(), POLL_RUNNING_MS);
+    };
+    const onVisible = () => {
       if (document.visibilityState === 'visible') void refresh();
-    }, POLL_MS);
-    return () => window.clearInterval(timer);
+    };
+    void tick();
+    document.addEventListener('visibilitychange', onVisible);
+    window.addEventListener('focus', onVisible);
+    return () => {
+      stopped = true;
+      window.clearTimeout(timer);
+      document.removeEventListener('visibilitychange', onVisible);
+      window.removeEventListener('focus', onVisible);
+    };
   }, [refresh]);
 
   useEffect(() => {
