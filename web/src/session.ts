@@ -331,7 +331,13 @@ export class ChatSession {
     this.connection = 'reconnecting';
     this.changed();
     setTimeout(() => {
-      if (this.busy()) return;
+      if (this.busy()) {
+        // Another stream already follows the run (useChat's resume on mount, a reconnect that
+        // came first): it carries the rest, and its own end decides what happens next.
+        this.connection = 'ok';
+        this.changed();
+        return;
+      }
       void this.reconnect().then(() => {
         if (this.connection === 'ok') this.reconnects = 0;
       });

@@ -62,7 +62,9 @@ export function ChatLoader({
     );
   }
   if (!session) return <div className="chat-empty muted">Loading…</div>;
-  return <ChatView session={session} summary={summary} />;
+  // A conversation this page has just created has nothing to resume; asking anyway would race the
+  // first POST (the resume could reach the server after the run started and follow it as well).
+  return <ChatView session={session} summary={summary} resume={!(fresh && session.chat.messages.length === 0)} />;
 }
 
 function lastAssistantIndex(messages: UIMessage[]): number {
@@ -70,8 +72,10 @@ function lastAssistantIndex(messages: UIMessage[]): number {
   return -1;
 }
 
-function ChatView({ session, summary }: { session: ChatSession; summary?: ConversationSummary }) {
-  const { messages, status, sendMessage, regenerate } = useChat({ chat: session.chat, resume: true, throttle: 50 });
+function ChatView(props: { session: ChatSession; summary?: ConversationSummary; resume: boolean }) {
+  const { session, summary } = props;
+  const [resume] = useState(props.resume); // decided once, on mount
+  const { messages, status, sendMessage, regenerate } = useChat({ chat: session.chat, resume, throttle: 50 });
   useSyncExternalStore(session.subscribe, session.getVersion);
   const scroller = useRef<HTMLDivElement>(null);
   const nearBottom = useRef(true);
