@@ -93,6 +93,9 @@ async def follow_run(
                 position = (event.seq, WHOLE_EVENT)
             if events:
                 interval = options.poll_seconds
+                # Read the run again before deciding anything: it was read before these events, and a
+                # worker that resumed in between would look waiting still (the stream would end).
+                continue
         now = time.monotonic()
         waiting = run.status in _WAITING
         waiting_since = (waiting_since or now) if waiting else None

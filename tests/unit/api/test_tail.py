@@ -151,4 +151,45 @@ def test_a_waiting_run_is_polled_less_and_less_and_its_log_is_read_only_when_it_
     ]
     assert slept == [0.01, 0.02, 0.04, 0.04, 0.04, 0.01, 0.01, 0.01], "backs off while waiting, not while running"
     assert counting.reads["events_after"] == 3, "the log is queried only when the run says it grew"
-    assert counting.reads["get_run"] == len(slept) + 1, "one read of the run per poll, and one that sees the end"
+    assert counting.reads["get_run"] == len(slept) + 3 + 1, "a read per poll, one after each delivery, one at the end"
+
+
+class ResumingStore(CountingStore):
+    """The worker resumes the run between the tail's read of the run and its query of the log."""
+
+    def events_after(self, *args: Any, **kwargs: Any) -> Any:
+        if self.reads["events_after"] == 0:
+            self.store.mark_running(USER, RUN, now=4)
+            self.store.append_events(USER, RUN, [NewEvent(type="x", chunks=[delta(1)])], now=4)
+        return super().events_after(*args, **kwargs)
+
+
+def test_a_run_that_resumes_between_the_reads_does_not_end_the_stream(monkeypatch: Any) -> None:
+    # Regression: the tail decided on the run it had read before the query; the run looked waiting,
+    # the events the query found had been sent, so a continuation's stream ended as the run went on.
+    store = store_with_events([[{"type": "start"}]])
+    store.request_approval(
+        USER,
+        RUN,
+        approvals=[],
+        tool_calls=[],
+        snapshot=SnapshotUpdate(parts=[], metadata=None, snapshot_seq=1),
+        checkpoint_state={},
+        event=None,
+        now=3,
+    )
+    real_sleep = asyncio.sleep
+
+    async def sleep(seconds: float) -> None:
+        finish(store)  # the run ends at the first pause
+        await real_sleep(0)
+
+    monkeypatch.setattr("stepline.api.tail.asyncio.sleep", sleep)
+    resuming = ResumingStore(store)
+
+    async def collect() -> list[str]:
+        options = TailOptions(poll_seconds=0.01)  # stop_at_input: a continuation's stream
+        return [f async for f in follow_run(resuming, USER, RUN, options=options, clock=lambda: 2)]  # type: ignore[arg-type]
+
+    data = [e.data for f in asyncio.run(collect()) for e in SseDecoder().feed(f)]
+    assert data == ['{"type":"start"}', '{"type":"text-delta","id":"t","delta":"1"}', '{"type":"finish"}', "[DONE]"]
