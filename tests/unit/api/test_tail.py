@@ -25,6 +25,22 @@ def store_with_events(batches: list[list[dict[str, Any]]]) -> MemoryStore:
     return store
 
 
+def waiting_store() -> MemoryStore:
+    """A run that has written its `start` (seq 1) and waits for a person."""
+    store = store_with_events([[{"type": "start"}]])
+    store.request_approval(
+        USER,
+        RUN,
+        approvals=[],
+        tool_calls=[],
+        snapshot=SnapshotUpdate(parts=[], metadata=None, snapshot_seq=1),
+        checkpoint_state={},
+        event=None,
+        now=3,
+    )
+    return store
+
+
 def finish(store: MemoryStore) -> None:
     snapshot = SnapshotUpdate(parts=[], metadata=None, snapshot_seq=store.get_run(USER, RUN).last_event_seq)
     event = NewEvent(type="finish", chunks=[{"type": "finish"}])
@@ -59,17 +75,7 @@ def test_a_position_inside_a_batch_resumes_at_the_next_chunk() -> None:
 
 
 def test_a_waiting_run_ends_the_stream_only_when_asked() -> None:
-    store = store_with_events([[{"type": "start"}]])
-    store.request_approval(
-        USER,
-        RUN,
-        approvals=[],
-        tool_calls=[],
-        snapshot=SnapshotUpdate(parts=[], metadata=None, snapshot_seq=1),
-        checkpoint_state={},
-        event=None,
-        now=3,
-    )
+    store = waiting_store()
     assert read(store) == [("1.0", '{"type":"start"}'), (None, "[DONE]")]
     following = read(store, tail={"stop_at_input": False}, max_seconds=0.3)
     assert following == [("1.0", '{"type":"start"}')], "it follows the run through the wait, then gives up"
@@ -112,17 +118,7 @@ class CountingStore:
 
 
 def test_a_waiting_run_is_polled_less_and_less_and_its_log_is_read_only_when_it_grew(monkeypatch: Any) -> None:
-    store = store_with_events([[{"type": "start"}]])
-    store.request_approval(
-        USER,
-        RUN,
-        approvals=[],
-        tool_calls=[],
-        snapshot=SnapshotUpdate(parts=[], metadata=None, snapshot_seq=1),
-        checkpoint_state={},
-        event=None,
-        now=3,
-    )
+    store = waiting_store()
     counting = CountingStore(store)
     slept: list[float] = []
     real_sleep = asyncio.sleep
@@ -167,17 +163,7 @@ class ResumingStore(CountingStore):
 def test_a_run_that_resumes_between_the_reads_does_not_end_the_stream(monkeypatch: Any) -> None:
     # Regression: the tail decided on the run it had read before the query; the run looked waiting,
     # the events the query found had been sent, so a continuation's stream ended as the run went on.
-    store = store_with_events([[{"type": "start"}]])
-    store.request_approval(
-        USER,
-        RUN,
-        approvals=[],
-        tool_calls=[],
-        snapshot=SnapshotUpdate(parts=[], metadata=None, snapshot_seq=1),
-        checkpoint_state={},
-        event=None,
-        now=3,
-    )
+    store = waiting_store()
     real_sleep = asyncio.sleep
 
     async def sleep(seconds: float) -> None:
