@@ -497,7 +497,6 @@ class DynamoStore(TransactionalStore):
     def events_after(
         self, user_id: str, run_id: str, after_seq: int, *, limit: int | None = None, now: int
     ) -> list[EventRecord]:
-        self.get_run(user_id, run_id)
         kwargs: dict[str, Any] = {
             "TableName": self.events_table,
             "KeyConditionExpression": "pk = :pk AND seq > :after",
@@ -505,8 +504,10 @@ class DynamoStore(TransactionalStore):
             "ConsistentRead": True,
         }
         out: list[EventRecord] = []
+        found = False
         while limit is None or len(out) < limit:
             page = self.client.query(**kwargs)
+            found = found or bool(page.get("Items"))
             for item in page.get("Items", []):
                 event: EventRecord = self.decode(item)
                 if event.expires_at is None or event.expires_at > now:  # TTL deletion lags: filter on read
@@ -514,6 +515,10 @@ class DynamoStore(TransactionalStore):
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        if not found:
+            # The key is the user's, so an event found proves the run is theirs; without one, the run
+            # is read to tell "nothing new" from NotFound (a stream's poll finds events: no extra read).
+            self.get_run(user_id, run_id)
         return out[:limit]
 
     # -- artifacts ---------------------------------------------------------------------------------------
