@@ -8,7 +8,6 @@ response body whole, so it cannot stream).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI
@@ -16,23 +15,24 @@ from fastapi import FastAPI
 from ..api.app import ApiOptions, create_app
 from ..api.cors import parse_origins
 from ..api.identity import ApiGatewayIdentity
-from .wiring import ConfigurationError, Settings, services_from_env
+from .wiring import ConfigurationError, Settings, build_services
 
 __all__ = ["api_app", "api_options", "buffered_handler"]
 
 
-def api_options(env: Mapping[str, str]) -> ApiOptions:
-    """The API's options from the function's environment (`STEPLINE_CORS_ORIGINS`)."""
+def api_options(settings: Settings) -> ApiOptions:
+    """The API's options from the function's settings (`STEPLINE_CORS_ORIGINS`)."""
     try:
-        origins = parse_origins(Settings.from_env(env).cors_origins)
+        origins = parse_origins(settings.cors_origins)
     except ValueError as error:
         raise ConfigurationError(f"Stepline environment is not usable: STEPLINE_CORS_ORIGINS: {error}") from None
     return ApiOptions(cors_origins=origins)
 
 
 def api_app(options: ApiOptions | None = None) -> FastAPI:
-    """The app over this function's services (built once per cold start)."""
-    return create_app(services_from_env(), ApiGatewayIdentity(), options or api_options(os.environ))
+    """The app over this function's services (built once per cold start, from one read of the environment)."""
+    settings = Settings.from_env(os.environ)
+    return create_app(build_services(settings), ApiGatewayIdentity(), options or api_options(settings))
 
 
 def buffered_handler(app: FastAPI) -> Any:

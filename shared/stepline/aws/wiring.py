@@ -27,7 +27,7 @@ from .observability import instrument
 from .s3 import S3BlobStore
 from .stepfunctions import StepFunctionsOrchestrator
 
-__all__ = ["ConfigurationError", "Settings", "services_from_env", "worker_handler"]
+__all__ = ["ConfigurationError", "Settings", "build_services", "services_from_env", "worker_handler"]
 
 
 class ConfigurationError(StepLineError):

@@ -6,7 +6,7 @@ import pytest
 
 from stepline.api.cors import parse_origins
 from stepline.aws.api import api_options
-from stepline.aws.wiring import ConfigurationError
+from stepline.aws.wiring import ConfigurationError, Settings
 from stepline.local.dev import DevConfig, DevConfigError
 
 
@@ -36,7 +36,9 @@ def test_the_dev_server_and_the_functions_refuse_a_bad_list_saying_which_variabl
         "STEPLINE_BUCKET": "bucket",
         "STEPLINE_MODEL": "openai:gpt-5.1",
     }
-    assert api_options(env).cors_origins == ()
-    assert api_options({**env, "STEPLINE_CORS_ORIGINS": "https://a.example"}).cors_origins == ("https://a.example",)
+    assert api_options(Settings.from_env(env)).cors_origins == ()
+    assert api_options(Settings.from_env({**env, "STEPLINE_CORS_ORIGINS": "https://a.example"})).cors_origins == (
+        "https://a.example",
+    )
     with pytest.raises(ConfigurationError, match=r"STEPLINE_CORS_ORIGINS: 'a.example' is not an origin"):
-        api_options({**env, "STEPLINE_CORS_ORIGINS": "a.example"})
+        api_options(Settings.from_env({**env, "STEPLINE_CORS_ORIGINS": "a.example"}))
