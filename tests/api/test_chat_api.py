@@ -381,22 +381,9 @@ def test_regenerate_replaces_the_answer_as_the_real_client_asks(server: Running)
 def test_regenerate_after_a_new_user_id_is_a_plain_turn(server: Running) -> None:
     with server.client() as client:
         send(client, "regen-2", "hello")
-        second = client.post(
-            "/api/chat",
-            json={
-                "id": "regen-2",
-                "messages": [user_message("hello"), user_message("list my files", "u2")],
-                "trigger": "submit-message",
-            },
-        )
-        regenerated = client.post(
-            "/api/chat",
-            json={
-                "id": "regen-2",
-                "messages": [user_message("hello"), user_message("list my files", "u2")],
-                "trigger": "regenerate-message",
-            },
-        )
+        body = {"id": "regen-2", "messages": [user_message("hello"), user_message("list my files", "u2")]}
+        second = client.post("/api/chat", json={**body, "trigger": "submit-message"})
+        regenerated = client.post("/api/chat", json={**body, "trigger": "regenerate-message"})
         conversation = stored(client, "regen-2")
     assert second.status_code == 200 and regenerated.status_code == 200
     roles = [(m["id"], m["role"]) for m in conversation["messages"]]

@@ -8,6 +8,7 @@ headers the client may read, and the refusal of an origin that is not listed.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -54,12 +55,15 @@ def origins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FaultPro
         proxy.close()
 
 
+@contextmanager
 def page_at(browser: Browser, url: str) -> Iterator[Page]:
     context = browser.new_context()
-    page = context.new_page()
-    page.goto(url)
-    yield page
-    context.close()
+    try:
+        page = context.new_page()
+        page.goto(url)
+        yield page
+    finally:
+        context.close()
 
 
 def call(page: Page, api: str, chat_id: str) -> dict[str, Any]:
@@ -69,7 +73,7 @@ def call(page: Page, api: str, chat_id: str) -> dict[str, Any]:
 
 def test_a_listed_origin_streams_a_chat_and_resumes_it(browser: Browser, origins: tuple[FaultProxy, Running]) -> None:
     proxy, server = origins
-    for page in page_at(browser, proxy.url + "/"):
+    with page_at(browser, proxy.url + "/") as page:
         result = call(page, server.url, "cors-listed")
         assert "error" not in result, result
         assert (result["status"], result["protocol"], result["resume"]) == (200, "v1", 200)
@@ -86,7 +90,7 @@ def test_an_origin_not_listed_cannot_call_and_starts_nothing(
 ) -> None:
     proxy, server = origins
     other = proxy.url.replace("127.0.0.1", "localhost")  # same host, another origin
-    for page in page_at(browser, other + "/"):
+    with page_at(browser, other + "/") as page:
         result = call(page, server.url, "cors-refused")
         assert result.keys() == {"error"} and "Failed to fetch" in result["error"], result
     with server.client("alice") as http:  # the preflight was refused, so the POST never left the browser
