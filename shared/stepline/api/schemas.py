@@ -74,17 +74,7 @@ class ApprovalView(_Body):
 
 def approval_view(record: ApprovalRecord) -> ApprovalView:
     """Only stored fields: deciding the same way again answers a byte-identical body."""
-    return ApprovalView(
-        approval_id=record.approval_id,
-        run_id=record.run_id,
-        tool_call_id=record.tool_call_id,
-        tool_name=record.tool_name,
-        status=record.status,
-        decision=record.decision,
-        reason=record.reason,
-        requested_at=record.requested_at,
-        expires_at=record.expires_at,
-    )
+    return ApprovalView.model_validate(record, from_attributes=True)
 
 
 class AbortResult(_Body):
