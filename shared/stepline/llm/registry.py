@@ -56,7 +56,7 @@ def resolve_model(spec: str, **options: Any) -> LanguageModel:
         data: Any = loads_strict(path.read_text(encoding="utf-8"))
         if isinstance(data, dict) and "scripts" in data:
             return ScriptBook.from_book(data, model_id=path.stem)
-        return ScriptedModel.from_file(path)
+        return ScriptedModel.from_script(data, model_id=path.stem)
     if provider not in _PROVIDERS:
         known = ", ".join(["scripted", *_PROVIDERS])
         raise UnknownModelError(f"unknown model provider {provider!r} (known: {known})")

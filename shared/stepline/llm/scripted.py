@@ -74,15 +74,15 @@ class ScriptedModel:
     calls: list[ModelCallOptions] = field(default_factory=list[ModelCallOptions])
 
     @classmethod
-    def from_script(cls, script: Sequence[Any], *, model_id: str = "script") -> ScriptedModel:
+    def from_script(cls, script: Any, *, model_id: str = "script") -> ScriptedModel:
         """From parsed JSON: a list of steps, or `{"steps": [...]}`."""
-        return cls(steps=[ScriptedStep.parse(s) for s in script], model_id=model_id)
+        steps = cast(Sequence[Any], script["steps"] if isinstance(script, dict) else script)
+        return cls(steps=[ScriptedStep.parse(s) for s in steps], model_id=model_id)
 
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedModel:
         data: Any = loads_strict(Path(path).read_text(encoding="utf-8"))
-        steps = cast(list[Any], data["steps"] if isinstance(data, dict) else data)
-        return cls.from_script(steps, model_id=Path(path).stem)
+        return cls.from_script(data, model_id=Path(path).stem)
 
     def assert_consumed(self) -> None:
         """Fail when the run ended before the script did."""
