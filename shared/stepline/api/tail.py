@@ -29,12 +29,10 @@ from anyio import to_thread
 from ..protocol._json import dumps
 from ..protocol.sse import DONE
 from ..store.ports import Store
-from ..store.records import TERMINAL, EventRecord
+from ..store.records import TERMINAL, WAITING_RUN, EventRecord
 from ..store.replay import WHOLE_EVENT, EventPosition, chunks_after, event_id
 
 __all__ = ["TailOptions", "follow_run", "wait_position"]
-
-_WAITING = frozenset({"waiting_approval", "waiting_user"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,7 +95,7 @@ async def follow_run(
                 # worker that resumed in between would look waiting still (the stream would end).
                 continue
         now = time.monotonic()
-        waiting = run.status in _WAITING
+        waiting = run.status in WAITING_RUN
         waiting_since = (waiting_since or now) if waiting else None
         if options.stop_at_input:
             stop_waiting = sent or now - started >= options.input_grace_seconds

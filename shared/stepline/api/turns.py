@@ -31,14 +31,13 @@ from ..protocol.request import ChatRequest, message_to_wire, plan_turn
 from ..runtime.services import Services
 from ..runtime.worker import abort_run, answer, begin_turn, decide, run_state
 from ..store.errors import ActiveRunExists, Conflict, DecisionConflict, Gone, NotFound
-from ..store.records import TERMINAL, MessageRecord, RunRecord, check_id
+from ..store.records import TERMINAL, WAITING_RUN, MessageRecord, RunRecord, check_id
 from ..store.replay import WHOLE_EVENT, EventPosition
 from .errors import ApiError
 from .tail import wait_position
 
 __all__ = ["ChatStream", "latest_run_id", "open_chat"]
 
-_WAITING = frozenset({"waiting_approval", "waiting_user"})
 MOVED_ON = "new_user_message"
 """The abort reason of a waiting run the user left unanswered by sending a new message."""
 SETTLE_SECONDS = 10.0
@@ -90,7 +89,7 @@ def _new_reply(services: Services, user_id: str, conversation_id: str, message: 
         active = _active_run(services, user_id, conversation_id)
         if active is not None and active.request_message_id == message.id:
             return ChatStream(run_id=active.run_id)  # the same POST again: stream that run
-        if active is None or active.status not in _WAITING:
+        if active is None or active.status not in WAITING_RUN:
             raise ApiError(409, "a run is already working in this chat: wait for it, or abort it") from None
     abort_run(services, user_id, active.run_id, reason=MOVED_ON)
     return _start_reply(services, user_id, conversation_id, message)
@@ -208,7 +207,7 @@ def _continue(services: Services, user_id: str, conversation_id: str, message: U
     answers = _answers(message)
     outputs = [o for o in answers.outputs if o[0] in asked]
     if not answers.decisions and not outputs:
-        if run.status not in TERMINAL["run"] and run.status not in _WAITING:
+        if run.status not in TERMINAL["run"] and run.status not in WAITING_RUN:
             now = (run.last_event_seq, WHOLE_EVENT)  # a run at work: the client has what it wrote so far
             return ChatStream(run_id=run.run_id, after=now, prelude=[_start(stored)])
         raise ApiError(400, f"messages: message {message.id} carries no approval response or tool output to continue")
@@ -229,7 +228,7 @@ def _settled(services: Services, user_id: str, run_id: str) -> RunRecord:
     deadline = time.monotonic() + SETTLE_SECONDS
     while True:
         run = services.store.get_run(user_id, run_id)
-        if run.status in _WAITING or run.status in TERMINAL["run"] or time.monotonic() > deadline:
+        if run.status in WAITING_RUN or run.status in TERMINAL["run"] or time.monotonic() > deadline:
             return run
         time.sleep(0.05)
 

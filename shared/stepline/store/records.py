@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 __all__ = [
     "TERMINAL",
     "TRANSITIONS",
+    "WAITING_RUN",
     "ApprovalRecord",
     "ApprovalStatus",
     "ArtifactRecord",
@@ -51,6 +52,9 @@ TERMINAL: Final[dict[str, frozenset[str]]] = {
     "tool_call": frozenset({"success", "denied", "expired", "error"}),
     "approval": frozenset({"approved", "denied", "expired"}),
 }
+
+WAITING_RUN: Final[frozenset[str]] = frozenset({"waiting_approval", "waiting_user"})
+"""A run's statuses while it waits for a person (an approval, an answer)."""
 
 TRANSITIONS: Final[dict[str, dict[str, frozenset[str]]]] = {
     "run": {
