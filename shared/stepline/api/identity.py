@@ -17,11 +17,12 @@ from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
 from fastapi import HTTPException, Request
+from pydantic import JsonValue
 
 from ..protocol._json import loads_strict
 from ..store.records import check_id
 
-__all__ = ["ApiGatewayIdentity", "DevTokens", "Identity", "parse_dev_tokens"]
+__all__ = ["ApiGatewayIdentity", "DevTokens", "Identity", "parse_dev_tokens", "request_claims"]
 
 DEFAULT_LOCAL_USER = "local-user"
 
@@ -56,11 +57,15 @@ class ApiGatewayIdentity:
     def describe(self) -> str:
         return f"users from the API Gateway authorizer (claim {self._claim})"
 
-    def user_of(self, request: Request) -> str:
+    def claims_of(self, request: Request) -> dict[str, Any]:
+        """The authorizer's claims of the request (empty when there are none)."""
         context = self._request_context(request)
         authorizer = cast(dict[str, Any], context.get("authorizer") or {})
         claims: Any = authorizer.get("claims") or cast(dict[str, Any], authorizer.get("jwt") or {}).get("claims")
-        user = cast(dict[str, Any], claims).get(self._claim) if isinstance(claims, dict) else None
+        return cast(dict[str, Any], claims) if isinstance(claims, dict) else {}
+
+    def user_of(self, request: Request) -> str:
+        user = self.claims_of(request).get(self._claim)
         if not isinstance(user, str) or not user:
             raise _unauthorized("no authenticated user on this request")
         return _checked(user)
@@ -79,6 +84,23 @@ class ApiGatewayIdentity:
             if isinstance(parsed, dict):
                 return cast(dict[str, Any], parsed)
         return {}
+
+
+def request_claims(identity: Identity, request: Request, user_id: str) -> dict[str, JsonValue]:
+    """The caller's identity claims, for the run context.
+
+    The identity's own (`claims_of`) when it has them, else `{"sub": user}` (a local user has no
+    other claims).
+    """
+    claims_of = getattr(identity, "claims_of", None)
+    found: Any = claims_of(request) if callable(claims_of) else None
+    if not isinstance(found, dict) or not found:
+        return {"sub": user_id}
+    return {str(k): v for k, v in cast(dict[Any, Any], found).items() if _is_json(v)}
+
+
+def _is_json(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool | list | dict)
 
 
 def parse_dev_tokens(text: str) -> dict[str, str]:

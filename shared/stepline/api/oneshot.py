@@ -58,8 +58,15 @@ class ObjectRequest(BaseModel):
     output: ObjectOutput = Field(default_factory=ObjectOutput)
 
 
+def _default_agent(services: Services) -> dict[str, Any]:
+    """The default agent's model and static instructions (a one-shot call has no run context)."""
+    agent = services.agent_set.default
+    instructions = None if callable(agent.instructions) else agent.instructions
+    return {"model": services.model_for(agent), "instructions": instructions}
+
+
 async def _text(services: Services, prompt: str, **options: Any) -> AsyncIterator[str]:
-    result = stream_text(model=services.model, prompt=prompt, instructions=services.instructions, **options)
+    result = stream_text(prompt=prompt, **_default_agent(services), **options)
     async for part in result.full_stream:
         if isinstance(part, sp.TextDelta):
             yield part.text
@@ -75,7 +82,7 @@ def completion_text(services: Services, request: CompletionRequest) -> AsyncIter
 
 async def completion_sse(services: Services, request: CompletionRequest) -> AsyncIterator[str]:
     """The completion of `request.prompt` as a UI Message Stream (SSE frames, `[DONE]` at the end)."""
-    result = stream_text(model=services.model, prompt=request.prompt, instructions=services.instructions)
+    result = stream_text(prompt=request.prompt, **_default_agent(services))
     async for chunk in result.ui_message_stream():
         yield encode_chunk(chunk)
     yield DONE

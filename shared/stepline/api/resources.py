@@ -33,7 +33,7 @@ router = APIRouter()
 
 @router.get("/api/health", tags=["meta"])
 def health(services: ServicesDep) -> Health:
-    return Health(status="ok", model=f"{services.model.provider}:{services.model.model_id}")
+    return Health(status="ok", model=services.model_spec(services.agent_set.default))
 
 
 @router.post("/api/approvals/{approval_id}", tags=["approvals"])

@@ -18,10 +18,11 @@ from ..store.errors import NotFound
 from ..store.replay import EventPosition, parse_event_id
 from .deps import ApiOptions, Options, ServicesDep, User
 from .errors import ApiError
+from .identity import request_claims
 from .oneshot import CompletionRequest, ObjectRequest, completion_sse, completion_text, object_text
 from .schemas import Id
 from .tail import TailOptions, follow_run
-from .turns import ChatStream, latest_run_id, open_chat
+from .turns import Caller, ChatStream, latest_run_id, open_chat
 
 __all__ = ["router"]
 
@@ -87,7 +88,8 @@ async def chat(request: Request, user_id: User, services: ServicesDep, options: 
     except ValueError as error:
         raise ApiError(400, f"body is not JSON: {error}") from None
     parsed = parse_chat_request(payload)
-    opened = await to_thread.run_sync(lambda: open_chat(services, user_id, parsed))
+    caller = Caller(claims=request_claims(request.app.state.identity, request, user_id), body=dict(parsed.extra_body))
+    opened = await to_thread.run_sync(lambda: open_chat(services, user_id, parsed, caller))
     return _stream_chat(services, options, user_id, opened, stop_at_input=True)
 
 

@@ -25,6 +25,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from pydantic import JsonValue
+
+from ..agent.loading import UnknownAgentError
 from ..protocol._json import dumps
 from ..protocol.parts import UIMessage
 from ..protocol.request import ChatRequest, message_to_wire, plan_turn
@@ -36,7 +39,7 @@ from ..store.replay import WHOLE_EVENT, EventPosition
 from .errors import ApiError
 from .tail import wait_position
 
-__all__ = ["ChatStream", "latest_run_id", "open_chat"]
+__all__ = ["Caller", "ChatStream", "latest_run_id", "open_chat"]
 
 MOVED_ON = "new_user_message"
 """The abort reason of a waiting run the user left unanswered by sending a new message."""
@@ -60,21 +63,44 @@ def new_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex}"
 
 
-def open_chat(services: Services, user_id: str, request: ChatRequest) -> ChatStream:
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who starts a turn and with what: the run context a new run fixes (`RunContext`)."""
+
+    claims: dict[str, JsonValue] = field(default_factory=dict[str, JsonValue])
+    body: dict[str, JsonValue] = field(default_factory=dict[str, JsonValue])
+    """The request's `extra_body`: what `DefaultChatTransport`'s `body` option sends."""
+
+    @property
+    def agent(self) -> str | None:
+        """The agent a new chat asks for (`body.agent`); an existing chat keeps its own."""
+        name = self.body.get("agent")
+        if name is None or isinstance(name, str):
+            return name
+        raise ApiError(400, "agent: must be the name of an agent (a string)")
+
+
+def open_chat(services: Services, user_id: str, request: ChatRequest, caller: Caller | None = None) -> ChatStream:
     """Start or continue the turn a chat request asks for (see the module docstring)."""
     try:
         conversation_id = check_id(request.id, "chat id")
     except ValueError as error:
         raise ApiError(400, f"id: {error}") from None
+    caller = caller or Caller(body=dict(request.extra_body))
     plan = plan_turn(request)
-    if plan.kind == "continuation":
-        return _continue(services, user_id, conversation_id, request.messages[-1])
-    if plan.kind == "regenerate":
-        return _regenerate(services, user_id, conversation_id, plan.history)
-    return _new_reply(services, user_id, conversation_id, request.messages[-1])
+    try:
+        if plan.kind == "continuation":
+            return _continue(services, user_id, conversation_id, request.messages[-1])
+        if plan.kind == "regenerate":
+            return _regenerate(services, user_id, conversation_id, plan.history, caller)
+        return _new_reply(services, user_id, conversation_id, request.messages[-1], caller)
+    except UnknownAgentError as error:
+        raise ApiError(400, str(error)) from None
 
 
-def _new_reply(services: Services, user_id: str, conversation_id: str, message: UIMessage) -> ChatStream:
+def _new_reply(
+    services: Services, user_id: str, conversation_id: str, message: UIMessage, caller: Caller
+) -> ChatStream:
     """A new run for a new user message.
 
     A run still waiting for the user (an approval, a question) is closed first: the user moved on
@@ -84,7 +110,7 @@ def _new_reply(services: Services, user_id: str, conversation_id: str, message: 
     if message.role != "user":
         raise ApiError(400, "messages: the last message of a new reply must be a user message")
     try:
-        return _start_reply(services, user_id, conversation_id, message)
+        return _start_reply(services, user_id, conversation_id, message, caller)
     except ActiveRunExists:
         active = _active_run(services, user_id, conversation_id)
         if active is not None and active.request_message_id == message.id:
@@ -92,7 +118,7 @@ def _new_reply(services: Services, user_id: str, conversation_id: str, message: 
         if active is None or active.status not in WAITING_RUN:
             raise ApiError(409, "a run is already working in this chat: wait for it, or abort it") from None
     abort_run(services, user_id, active.run_id, reason=MOVED_ON)
-    return _start_reply(services, user_id, conversation_id, message)
+    return _start_reply(services, user_id, conversation_id, message, caller)
 
 
 def _begin(
@@ -101,6 +127,7 @@ def _begin(
     conversation_id: str,
     *,
     user_message: dict[str, Any] | None,
+    caller: Caller,
     supersede_seqs: tuple[int, ...] = (),
 ) -> ChatStream:
     started = begin_turn(
@@ -111,13 +138,18 @@ def _begin(
         assistant_message_id=new_id("msg"),
         user_message=user_message,
         supersede_seqs=supersede_seqs,
+        agent=caller.agent,
+        claims=caller.claims or None,
+        body=caller.body,
     )
     return ChatStream(run_id=started.run.run_id)
 
 
-def _start_reply(services: Services, user_id: str, conversation_id: str, message: UIMessage) -> ChatStream:
+def _start_reply(
+    services: Services, user_id: str, conversation_id: str, message: UIMessage, caller: Caller
+) -> ChatStream:
     try:
-        return _begin(services, user_id, conversation_id, user_message=message_to_wire(message))
+        return _begin(services, user_id, conversation_id, user_message=message_to_wire(message), caller=caller)
     except ActiveRunExists:
         raise
     except Conflict as error:
@@ -135,7 +167,9 @@ def latest_run_id(messages: list[MessageRecord]) -> str | None:
     )
 
 
-def _regenerate(services: Services, user_id: str, conversation_id: str, history: list[UIMessage]) -> ChatStream:
+def _regenerate(
+    services: Services, user_id: str, conversation_id: str, history: list[UIMessage], caller: Caller
+) -> ChatStream:
     """A new answer to the chat's history up to its last user message; the answers after it are superseded.
 
     The client has already dropped the answer it regenerates (`regenerate()` sends the history
@@ -153,7 +187,7 @@ def _regenerate(services: Services, user_id: str, conversation_id: str, history:
         raise ApiError(404, f"messages: message {history[-1].id} is not in this chat")
     replaced = tuple(m.seq for m in current if m.seq > asked.seq)
     try:
-        return _begin(services, user_id, conversation_id, user_message=None, supersede_seqs=replaced)
+        return _begin(services, user_id, conversation_id, user_message=None, caller=caller, supersede_seqs=replaced)
     except ActiveRunExists as error:
         raise ApiError(409, "a run is already active in this chat: wait for it, answer it, or abort it") from error
 

@@ -17,11 +17,12 @@ from typing import Any, cast
 import boto3
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..agent.loading import AgentLoadError, agents_from_env
 from ..errors import StepLineError
+from ..llm.base import LanguageModel
 from ..llm.registry import resolve_model
 from ..runtime.handlers import Handler, handlers
-from ..runtime.services import Services
-from ..tools import load_toolset
+from ..runtime.services import DEFAULT_MODEL, Services
 from .dynamodb import DynamoStore
 from .observability import instrument
 from .s3 import S3BlobStore
@@ -42,8 +43,12 @@ class Settings(BaseModel):
     agent_table: str = Field(alias="STEPLINE_AGENT_TABLE", min_length=3)
     events_table: str = Field(alias="STEPLINE_EVENTS_TABLE", min_length=3)
     bucket: str = Field(alias="STEPLINE_BUCKET", min_length=3)
-    model: str = Field(alias="STEPLINE_MODEL", pattern=r"^[a-z]+:.+$")
+    agent: str = Field(alias="STEPLINE_AGENT", default="")
+    """`package.module:attribute` of the deployment's agents (empty: the default agent)."""
+    model: str = Field(alias="STEPLINE_MODEL", default=DEFAULT_MODEL, pattern=r"^[a-z]+:.+$")
+    """The model of agents that name none."""
     tools: str = Field(alias="STEPLINE_TOOLS", default="stepline.tools.workspace")
+    """The default agent's tools (when `agent` is empty)."""
     state_machine_arn: str | None = Field(alias="STEPLINE_STATE_MACHINE_ARN", default=None)
     approval_timeout_seconds: int = Field(alias="STEPLINE_APPROVAL_TIMEOUT_SECONDS", default=86400, ge=1)
     max_steps: int = Field(alias="STEPLINE_MAX_STEPS", default=25, ge=1, le=1000)
@@ -87,10 +92,25 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
         blobs=blobs,
         delta_retention_ms=settings.event_retention_days * 24 * 3600 * 1000,
     )
-    provider = settings.model.partition(":")[0]
-    parameter = {"openai": settings.openai_key_parameter, "anthropic": settings.anthropic_key_parameter}.get(provider)
-    options = {"api_key": _secret(client("ssm"), parameter)} if parameter else {}
-    tools, approval = load_toolset(settings.tools)
+    ssm = functools.cache(lambda: client("ssm"))
+    keys: dict[str, str] = {}
+
+    def resolve(spec: str, timeout: float | None) -> LanguageModel:
+        provider = spec.partition(":")[0]
+        parameter = {"openai": settings.openai_key_parameter, "anthropic": settings.anthropic_key_parameter}.get(
+            provider
+        )
+        options: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
+        if parameter:  # read once per process, only for a provider an agent uses
+            if parameter not in keys:
+                keys[parameter] = _secret(ssm(), parameter)
+            options["api_key"] = keys[parameter]
+        return resolve_model(spec, **options)
+
+    try:
+        agents = agents_from_env({"STEPLINE_AGENT": settings.agent, "STEPLINE_TOOLS": settings.tools})
+    except AgentLoadError as error:
+        raise ConfigurationError(str(error)) from None
     orchestrator = (
         StepFunctionsOrchestrator(
             client("stepfunctions"),
@@ -100,16 +120,19 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
         if settings.state_machine_arn
         else None
     )
-    return Services(
+    services = Services(
         store=store,
         blobs=blobs,
-        model=resolve_model(settings.model, **options),
+        agents=agents,
+        default_model=settings.model,
+        resolve=resolve,
         orchestrator=orchestrator,
-        tools=tools,
-        tool_approval=approval or None,
         approval_timeout_ms=settings.approval_timeout_seconds * 1000,
         max_steps=settings.max_steps,
     )
+    for _, agent in agents:  # at cold start: a missing key or an unknown provider fails here, named
+        services.model_for(agent)
+    return services
 
 
 @functools.cache

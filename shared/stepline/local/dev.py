@@ -6,10 +6,13 @@ in process). Everything lives in memory and is gone when the server stops.
 
 Configuration is read from the environment:
 
-    STEPLINE_MODEL       openai:<model> | anthropic:<model> | scripted:<file.json>
-                         (default: the scripted demo book; the providers' own variables, such as
-                         OPENAI_API_KEY and ANTHROPIC_API_KEY, give the keys)
-    STEPLINE_TOOLS       a module exposing TOOLS (default: stepline.tools.workspace)
+    STEPLINE_AGENT       package.module:attribute, an `Agent` or a mapping of them (default: the
+                         default agent: STEPLINE_MODEL with the tools of STEPLINE_TOOLS); the
+                         working directory is importable, so `agent:agent` finds ./agent.py
+    STEPLINE_MODEL       openai:<model> | anthropic:<model> | scripted:<file.json>, for agents that
+                         name no model (default: the scripted demo book; the providers' own
+                         variables, such as OPENAI_API_KEY and ANTHROPIC_API_KEY, give the keys)
+    STEPLINE_TOOLS       the default agent's tools: a module exposing TOOLS (default: stepline.tools.workspace)
     STEPLINE_DEV_TOKENS  token:user,token2:user2 (default: one local user, no token needed)
     STEPLINE_APPROVAL_TIMEOUT_SECONDS   how long an approval or question waits (default: 1 day)
     STEPLINE_CORS_ORIGINS  other browser origins that may call the API, comma-separated, such as
@@ -27,15 +30,16 @@ import sys
 from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
+from ..agent.loading import AgentLoadError, AgentSet, agents_from_env, check_keys
 from ..api.app import ApiOptions, create_app
 from ..api.cors import parse_origins
 from ..api.identity import DevTokens, Identity, parse_dev_tokens
 from ..errors import StepLineError
 from ..llm.registry import DEMO_BOOK, resolve_model
 from ..runtime.services import Services
-from ..tools import load_toolset
 from .backend import LocalBackend, local_backend
 from .links import LocalLinkBlobStore, mount_links
 from .web import default_dist, describe, mount_web, start_build
@@ -56,6 +60,8 @@ class DevConfig:
     model: str
     model_is_demo: bool
     tools: str
+    agent: str
+    """`STEPLINE_AGENT` (empty: the default agent)."""
     tokens: dict[str, str]
     approval_timeout_seconds: int
     cors_origins: tuple[str, ...] = ()
@@ -78,6 +84,7 @@ class DevConfig:
             model=model or f"scripted:{DEMO_BOOK}",
             model_is_demo=not model,
             tools=env.get("STEPLINE_TOOLS", "").strip() or DEFAULT_TOOLS,
+            agent=env.get("STEPLINE_AGENT", "").strip(),
             tokens=tokens,
             approval_timeout_seconds=int(timeout),
             cors_origins=origins,
@@ -97,11 +104,10 @@ class DevServer:
 @contextmanager
 def dev_server(config: DevConfig, *, api: ApiOptions = ApiOptions()) -> Generator[DevServer]:  # noqa: B008 - frozen
     """The app over the local backend (moto lives for the duration of the context)."""
-    model = resolve_model(config.model)
-    tools, approval = load_toolset(config.tools)
+    agents = dev_agents(config)
 
     def make_services(**backend: Any) -> Services:
-        return Services(model=model, tools=tools, tool_approval=approval or None, client="stepline-dev", **backend)
+        return Services(agents=agents, default_model=config.model, client="stepline-dev", **backend)
 
     with local_backend(make_services, approval_timeout_seconds=config.approval_timeout_seconds) as backend:
         identity = DevTokens(config.tokens)
@@ -111,6 +117,30 @@ def dev_server(config: DevConfig, *, api: ApiOptions = ApiOptions()) -> Generato
         mount_links(app, blobs)
         mount_web(app, default_dist(os.environ))
         yield DevServer(app, backend, identity, config)
+
+
+def dev_agents(config: DevConfig) -> AgentSet:
+    """The agents to serve, importable from the working directory.
+
+    Fails before serving when one cannot be imported or its provider has no API key (the message
+    names the variable).
+    """
+    env = {"STEPLINE_AGENT": config.agent, "STEPLINE_TOOLS": config.tools}
+    try:
+        agents = agents_from_env(env, search=Path.cwd())
+        check_keys(agents, config.model, os.environ)
+        for _, agent in agents:
+            agent.language_model(_resolve_checked, config.model)
+    except AgentLoadError as error:
+        raise DevConfigError(str(error)) from None
+    return agents
+
+
+def _resolve_checked(spec: str, timeout: float | None) -> Any:
+    try:
+        return resolve_model(spec, **({"timeout": timeout} if timeout is not None else {}))
+    except StepLineError as error:
+        raise AgentLoadError(f"STEPLINE_MODEL={spec}: {error}") from None
 
 
 def banner(server: DevServer, url: str) -> str:
@@ -123,9 +153,9 @@ def banner(server: DevServer, url: str) -> str:
     )
     lines = [
         f"Stepline is running at {url}  (API docs: {url}/api/docs)",
-        f"  model    {model}",
+        *_agent_lines(server.backend.services, config),
+        f"  model    {model}{'  (for agents that name none)' if config.agent else ''}",
         "           change it: STEPLINE_MODEL=openai:<model> (OPENAI_API_KEY) or anthropic:<model> (ANTHROPIC_API_KEY)",
-        f"  tools    {config.tools}  (STEPLINE_TOOLS=package.module)",
         "  storage  embedded: DynamoDB, S3 and Step Functions (template.yaml's state machine) on moto, in memory;",
         "           everything is gone when the server stops (`stepline dev --aws` uses a deployed stack)",
         f"  users    {server.identity.describe()}",
@@ -134,6 +164,19 @@ def banner(server: DevServer, url: str) -> str:
         "  stop     Ctrl-C",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _agent_lines(services: Services, config: DevConfig) -> list[str]:
+    agents = services.agent_set
+    source = config.agent or f"the default agent with the tools of {config.tools}"
+    lines = [
+        f"  agents   {source}  (STEPLINE_AGENT=package.module:attribute)" if config.agent else f"  agent    {source}"
+    ]
+    for name, agent in agents:
+        marks = {"required": " (approval)", "per-call": " (approval per call)", "none": ""}
+        tools = ", ".join(t.name + marks[agent.approval_of(t.name)] for t in agent.tools)
+        lines.append(f"           {name}: {services.model_spec(agent)}; tools: {tools or 'none'}")
+    return lines
 
 
 def _origins(origins: tuple[str, ...]) -> str:

@@ -63,11 +63,15 @@ async def resolve_approval(
 ) -> tuple[ApprovalStatus, str | None]:
     """The approval status and reason for a valid tool call."""
     policy = config.tool_approval
-    if policy is None:
-        return "not-applicable", None
+    declared = config.tool(tool_name)
+    own = declared.approval if declared is not None else None
     setting: Any = policy
-    if not callable(policy):
-        setting = policy.get(tool_name)
+    if policy is None or callable(policy):
+        setting = own if own is not None else policy
+    else:
+        setting = policy.get(tool_name, own)
+    if setting is None:
+        return "not-applicable", None
     if callable(setting):
         setting = setting(tool_name, tool_input, config.runtime_context)
         if inspect.isawaitable(setting):

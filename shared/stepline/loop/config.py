@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, JsonValue
 
@@ -21,7 +21,7 @@ from ..protocol.model_messages import ProviderOptions, SystemModelMessage
 from .callbacks import Callbacks
 from .stop import StopCondition, is_step_count
 from .tool_guard import ToolGuard
-from .tools import Tool
+from .tools import ApprovalPolicy, ApprovalSetting, ApprovalStatus, Tool
 
 __all__ = [
     "AbortSignal",
@@ -40,12 +40,6 @@ __all__ = [
 
 Instructions = str | SystemModelMessage | Sequence[SystemModelMessage]
 """A system prompt: a string, one system message (with provider options), or several blocks."""
-
-ApprovalStatus = Literal["not-applicable", "approved", "denied", "user-approval"]
-ApprovalSetting = ApprovalStatus | tuple[ApprovalStatus, str | None]
-"""A status, or `(status, reason)`."""
-ApprovalPolicy = Callable[[str, JsonValue, Any], "ApprovalSetting | None | Awaitable[ApprovalSetting | None]"]
-"""`(tool_name, input, runtime_context) -> setting`; None means not applicable."""
 
 
 class AbortSignal:
@@ -92,7 +86,9 @@ class Timeouts:
     """Time limits in seconds (None: no limit).
 
     `total` bounds the run, `step` one step, `chunk` the gap between model parts, `tool` each tool
-    execution (per-tool overrides in `tools`).
+    execution (per-tool overrides in `tools`). `request` is the model's HTTP request timeout (the
+    connection and each read of the stream), given to the provider client when an `Agent` names its
+    model as `provider:model-id`; the loop itself does not read it.
     """
 
     total: float | None = None
@@ -100,6 +96,7 @@ class Timeouts:
     chunk: float | None = None
     tool: float | None = None
     tools: Mapping[str, float] = field(default_factory=dict[str, float])
+    request: float | None = None
 
     def for_tool(self, name: str) -> float | None:
         return self.tools.get(name, self.tool)

@@ -21,6 +21,7 @@ from .config import LoopConfig
 from .messages import model_output
 from .model_call import Emit
 from .state import ToolCallRecord, ToolResultRecord
+from .tool_calls import NoSuchToolError
 from .tool_guard import GuardDecision, ToolInterruptedError
 from .tools import ToolContext
 
@@ -74,13 +75,20 @@ async def _run_tool(
     config: LoopConfig, call: ToolCallRecord, *, emit: Emit, run_id: str, step_number: int, messages: list[Any]
 ) -> tuple[ToolResultRecord, ToolResultOutput | None]:
     tool = config.tool(call.tool_name)
-    assert tool is not None and tool.execute is not None
     common: dict[str, Any] = {
         "tool_call_id": call.tool_call_id,
         "tool_name": call.tool_name,
         "input": call.input,
         "dynamic": call.dynamic,
     }
+    if tool is None or tool.execute is None:
+        # Approved while the run waited, then the tool left the agent (a redeploy): the model reads
+        # why, the run goes on (never a stuck or failed run).
+        gone = NoSuchToolError(call.tool_name, sorted(t.name for t in config.tools if not t.client_side))
+        await emit(sp.ToolError(error=gone, **common))
+        return ToolResultRecord(
+            tool_call_id=call.tool_call_id, tool_name=call.tool_name, error_text=error_message(gone)
+        ), None
     started = config.clock()
     output: Any = None
     error: BaseException | None = None

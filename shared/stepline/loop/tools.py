@@ -14,7 +14,7 @@ properties, enums) — enough to reject what a model typically gets wrong withou
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -23,9 +23,24 @@ from pydantic import BaseModel, JsonValue, ValidationError
 from ..llm.base import FunctionTool
 from ..protocol.model_messages import ProviderOptions
 
-__all__ = ["InvalidToolInputError", "Tool", "ToolContext", "ToolExecutor", "ToolKind", "tool"]
+__all__ = [
+    "ApprovalPolicy",
+    "ApprovalSetting",
+    "ApprovalStatus",
+    "InvalidToolInputError",
+    "Tool",
+    "ToolContext",
+    "ToolExecutor",
+    "ToolKind",
+    "tool",
+]
 
 ToolKind = Literal["static", "dynamic"]
+ApprovalStatus = Literal["not-applicable", "approved", "denied", "user-approval"]
+ApprovalSetting = ApprovalStatus | tuple[ApprovalStatus, str | None]
+"""A status, or `(status, reason)`."""
+ApprovalPolicy = Callable[[str, JsonValue, Any], "ApprovalSetting | None | Awaitable[ApprovalSetting | None]"]
+"""`(tool_name, input, runtime_context) -> setting`; None means not applicable."""
 ToolExecutor = Callable[..., Any]
 """`(input, context) -> output | Awaitable[output] | AsyncIterator[output]`; `context` is optional."""
 
@@ -73,6 +88,9 @@ class Tool:
     provider_options: ProviderOptions | None = None
     to_model_output: Callable[[str, Any, Any], Any] | None = None
     """`(tool_call_id, input, output) -> ToolResultOutput wire dict`, as the SDK's `toModelOutput`."""
+    approval: ApprovalSetting | ApprovalPolicy | None = None
+    """The tool's own approval rule (`@tool(approval=...)`); a per-tool entry of the run's
+    `tool_approval` mapping overrides it, and it overrides a run-wide policy function."""
 
     @property
     def client_side(self) -> bool:

@@ -1,26 +1,35 @@
 """The composition root: what a process needs to run turns, built once (per Lambda cold start).
 
 Pure: it holds ports (store, orchestrator, model) and values; `stepline.aws.wiring` and
-`stepline.local` build the concrete ones.
+`stepline.local` build the concrete ones. The agents come from the deployment's `STEPLINE_AGENT`
+(`stepline.agent.loading`); `model`, `tools`, `tool_approval` and `instructions` are a shortcut
+that builds the one default agent (what tests and the toolset variables use).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..agent.definition import Agent, ModelResolver
+from ..agent.loading import AgentSet
 from ..llm.base import LanguageModel
+from ..llm.registry import DEMO_BOOK, resolve_model
 from ..loop.config import ApprovalSetting, LoopConfig
-from ..loop.stop import is_step_count
 from ..loop.tools import Tool
 from ..store.blobs import BlobStore
 from ..store.event_batcher import DEFAULT_WINDOW
 from ..store.ports import Store
 from .guard import StoreToolGuard
 
-__all__ = ["Orchestrator", "Services"]
+__all__ = ["DEFAULT_MODEL", "Orchestrator", "Services"]
+
+DEFAULT_MODEL = f"scripted:{DEMO_BOOK}"
+"""The runtime's model when `STEPLINE_MODEL` is unset: the scripted demo book (no key, no network)."""
+_LOG = logging.getLogger("stepline.runtime")
 
 
 class Orchestrator(Protocol):
@@ -43,43 +52,100 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _resolve(spec: str, timeout: float | None) -> LanguageModel:
+    return resolve_model(spec, **({"timeout": timeout} if timeout is not None else {}))
+
+
 @dataclass(kw_only=True)
 class Services:
     """Everything the worker functions need."""
 
     store: Store
-    model: LanguageModel
-    blobs: BlobStore | None = None
-    """Workspace files and artifacts, for the tools (`RunContext.blobs`); None when there is no bucket."""
-    orchestrator: Orchestrator | None = None
+    agents: AgentSet | None = None
+    """The deployment's agents; None builds one default agent from the shortcut fields below."""
+    model: LanguageModel | None = None
+    """Shortcut: the default agent's model (a built model, used as it is)."""
     tools: Sequence[Tool] = ()
     tool_approval: Mapping[str, ApprovalSetting] | None = None
     instructions: str | None = None
+    default_model: str = DEFAULT_MODEL
+    """`provider:model-id` of an agent that names no model (`STEPLINE_MODEL`)."""
+    resolve: ModelResolver = _resolve
+    """How a model spec becomes a model in this process (the AWS wiring adds keys from SSM)."""
+    blobs: BlobStore | None = None
+    """Workspace files and artifacts, for the tools (`RunContext.blobs`); None when there is no bucket."""
+    orchestrator: Orchestrator | None = None
     approval_timeout_ms: int = 24 * 3600 * 1000
     max_steps: int = 25
+    """Model steps of a run whose agent sets no `stop_when` (`STEPLINE_MAX_STEPS`)."""
     steps_per_execution: int = 400
     """Model steps one execution runs before it continues as a new one (the 25,000-event history
     limit: a step with a wait, an expiry and retries is under 40 events, so 400 leave room)."""
     max_retries: int = 2
-    """Retries inside a step (safe boundary only); Step Functions retries the step after that."""
+    """The default agent's retries inside a step (safe boundary only)."""
     approval_secret: bytes | None = None
     delta_window: float = DEFAULT_WINDOW
     client: str | None = None
     clock: Callable[[], int] = field(default=_now_ms)
+    agent_set: AgentSet = field(init=False)
+    _models: dict[str, LanguageModel] = field(init=False, default_factory=dict[str, LanguageModel])
 
-    def loop_config(self, *, user_id: str, run_id: str, claim_token: str, **overrides: Any) -> LoopConfig:
+    def __post_init__(self) -> None:
+        if self.agents is not None:
+            self.agent_set = self.agents
+            return
+        agent = Agent(
+            name="default",
+            model=self.model,
+            tools=list(self.tools),
+            tool_approval=dict(self.tool_approval) if self.tool_approval else None,
+            instructions=self.instructions,
+            max_retries=self.max_retries,
+        )
+        self.agent_set = AgentSet.single(agent)
+
+    def agent(self, name: str | None) -> Agent:
+        """The agent called `name` (None: the default); `UnknownAgentError` when there is none."""
+        return self.agent_set.get(name)
+
+    def agent_of_run(self, name: str | None, fingerprint: str | None = None) -> Agent:
+        """The agent a stored run names.
+
+        Redeployed without it, the default agent goes on with the run (a run is never stuck on a
+        missing definition); a changed definition is logged.
+        """
+        try:
+            agent = self.agent_set.get(name)
+        except KeyError:
+            _LOG.warning("agent %s of a run is no longer deployed; the default agent continues it", name)
+            return self.agent_set.default
+        if fingerprint and fingerprint != agent.fingerprint():
+            _LOG.info("agent %s changed since the run started (%s -> %s)", name, fingerprint, agent.fingerprint())
+        return agent
+
+    def model_for(self, agent: Agent) -> LanguageModel:
+        """The agent's model, built once per process."""
+        model = self._models.get(agent.name)
+        if model is None:
+            model = agent.language_model(self.resolve, self.default_model)
+            self._models[agent.name] = model
+        return model
+
+    def model_spec(self, agent: Agent) -> str:
+        model = self.model_for(agent)
+        return f"{model.provider}:{model.model_id}"
+
+    async def step_config(
+        self, agent: Agent, *, user_id: str, run_id: str, claim_token: str, context: Any, **overrides: Any
+    ) -> LoopConfig:
         """The loop configuration of one step of a run (with the store-backed tool guard)."""
         guard = StoreToolGuard(self.store, user_id=user_id, run_id=run_id, claim_token=claim_token, now=self.clock)
-        options: dict[str, Any] = {
-            "model": self.model,
-            "instructions": self.instructions,
-            "tools": list(self.tools),
-            "tool_approval": dict(self.tool_approval) if self.tool_approval else None,
-            "approval_secret": self.approval_secret,
-            "stop_when": is_step_count(self.max_steps),
-            "max_retries": self.max_retries,
-            "tool_guard": guard,
-            "clock": self.clock,
+        return await agent.loop_config(
+            model=self.model_for(agent),
+            context=context,
+            max_steps=self.max_steps,
+            approval_secret=self.approval_secret,
+            tool_guard=guard,
+            clock=self.clock,
             **overrides,
-        }
-        return LoopConfig(**options)
+        )

@@ -13,11 +13,15 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any, Literal, cast
 
 from pydantic import JsonValue
 
+from ..agent.definition import Agent
+from ..errors import StepLineError
 from ..loop.approval import ApprovalDecision
+from ..loop.callbacks import AbortEvent, EndEvent, ErrorEvent, StartEvent
 from ..loop.config import AbortSignal
 from ..loop.resume import ClientToolOutput, resume_with_client_outputs, resume_with_decisions
 from ..loop.state import LoopState, StepOutcome
@@ -36,6 +40,7 @@ from ..store.history import history_messages
 from ..store.ports import FinishRun, TurnStart, TurnStarted
 from ..store.records import TERMINAL, ApprovalRecord, RunRecord, StepRecordRow, ToolCallRecord
 from ..tools.context import RunContext
+from .callbacks import fire
 from .recorder import RunRecorder
 from .services import Services
 
@@ -49,6 +54,7 @@ __all__ = [
     "fail_run",
     "finalize_run",
     "model_step",
+    "run_context_of",
     "run_state",
 ]
 
@@ -72,13 +78,19 @@ def begin_turn(
     user_message: dict[str, Any] | None,
     title: str | None = None,
     supersede_seqs: tuple[int, ...] = (),
+    agent: str | None = None,
+    claims: Mapping[str, JsonValue] | None = None,
+    body: Mapping[str, JsonValue] | None = None,
 ) -> TurnStarted:
     """Write the turn, its initial checkpoint and its `start` event, then start the workflow.
 
     `supersede_seqs` are the messages a regenerated answer replaces: they leave the history.
+    `agent` names the agent of a new conversation (an existing one keeps its own; an unknown name
+    raises `UnknownAgentError`); `claims` and `body` become the run's fixed context.
     """
     store, now = services.store, services.clock()
-    model = services.model
+    chosen = _turn_agent(services, user_id, conversation_id, agent)
+    model = services.model_for(chosen)
     metadata: dict[str, Any] = {
         "schemaVersion": 1,
         "provider": model.provider,
@@ -88,6 +100,7 @@ def begin_turn(
     }
     if services.client:
         metadata["client"] = services.client
+    context: dict[str, JsonValue] = {"claims": dict(claims or {"sub": user_id}), "body": dict(body or {})}
     started = store.start_turn(
         user_id,
         TurnStart(
@@ -97,6 +110,9 @@ def begin_turn(
             user_message=user_message,
             provider=model.provider,
             model=model.model_id,
+            agent=chosen.name,
+            agent_fingerprint=chosen.fingerprint(),
+            context=context,
             title=title,
             assistant_metadata=metadata,
             supersede_seqs=supersede_seqs,
@@ -108,18 +124,57 @@ def begin_turn(
         for m in store.list_messages(user_id, conversation_id, limit=10_000).items
         if m.message_id != assistant_message_id and m.superseded_by is None
     ]
-    state = LoopState(
-        run_id=run_id, message_id=assistant_message_id, started_at=now, messages=history_messages(earlier)
+    history = history_messages(
+        earlier,
+        budget_chars=chosen.history_budget_chars,
+        reasoning=chosen.reasoning_history,
+        model_supports_reasoning=model.capabilities.reasoning_history,
     )
+    state = LoopState(run_id=run_id, message_id=assistant_message_id, started_at=now, messages=history)
     store.save_checkpoint(
         user_id, run_id, state=state.model_dump(mode="json", by_alias=True), reason="step_end", now=now
     )
     recorder = RunRecorder(store, started.run, started.assistant_message, now=services.clock)
     recorder.write([StartChunk(message_id=assistant_message_id, message_metadata=metadata)])
     recorder.flush()
+    run_context = run_context_of(services, started.run)
+    failed = fire(
+        chosen.on_start,
+        StartEvent(run_id, model.provider, model.model_id, state.messages, [t.name for t in chosen.tools], run_context),
+    )
+    if failed is not None:  # the run ends before its first step (never left working without a workflow)
+        fail_run(services, user_id, run_id, f"on_start failed: {failed}", "callback_error")
+        return started
     if services.orchestrator is not None:
         services.orchestrator.start_run(user_id, run_id)
     return started
+
+
+def _turn_agent(services: Services, user_id: str, conversation_id: str, requested: str | None) -> Agent:
+    """The conversation's own agent when it has one (fixed for its life), else the requested one."""
+    with contextlib.suppress(NotFound):
+        existing = services.store.get_conversation(user_id, conversation_id).agent
+        if existing is not None:
+            return services.agent_of_run(existing)
+    return services.agent(requested)
+
+
+def run_context_of(services: Services, run: RunRecord) -> RunContext:
+    """The run's context as it was fixed when it started, with this process's ports."""
+    stored = run.context or {}
+    claims = stored.get("claims")
+    body = stored.get("body")
+    return RunContext(
+        user_id=run.user_id,
+        conversation_id=run.conversation_id,
+        run_id=run.run_id,
+        message_id=run.assistant_message_id,
+        store=services.store,
+        blobs=services.blobs,
+        claims=cast(dict[str, JsonValue], claims) if isinstance(claims, dict) else {"sub": run.user_id},
+        body=cast(dict[str, JsonValue], body) if isinstance(body, dict) else {},
+        agent=run.agent or services.agent_set.default_name,
+    )
 
 
 # -- one model step ----------------------------------------------------------------------------------
@@ -158,16 +213,14 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
     if any(c.get("type") == "start-step" for c in attempted):
         recorder.redo_step()  # an attempt of this step that crashed or failed streamed parts: drop them
     abort = AbortSignal()
-    context = RunContext(
+    agent = services.agent_of_run(run.agent, run.agent_fingerprint)
+    config = await services.step_config(
+        agent,
         user_id=user_id,
-        conversation_id=run.conversation_id,
         run_id=run_id,
-        message_id=run.assistant_message_id,
-        store=store,
-        blobs=services.blobs,
-    )
-    config = services.loop_config(
-        user_id=user_id, run_id=run_id, claim_token=invocation_id, abort=abort, runtime_context=context
+        claim_token=invocation_id,
+        context=run_context_of(services, run),
+        abort=abort,
     )
     watcher = asyncio.create_task(_watch_abort(services, user_id, run_id, abort))
     timer = asyncio.create_task(_flush_on_time(recorder, services.delta_window))
@@ -515,8 +568,32 @@ def _end(
             continue
         except TerminalState:  # ended meanwhile (say, aborted while finishing): the first end stands
             break
+        _ended(services, run, status, metadata)
         return {"userId": user_id, "runId": run_id, "status": status}
     return {"userId": user_id, "runId": run_id, "status": store.get_run(user_id, run_id).status}
+
+
+def _ended(services: Services, run: RunRecord, status: str, metadata: dict[str, Any]) -> None:
+    """The agent's run-level callback of the end this call made (once per run)."""
+    agent = services.agent_of_run(run.agent)
+    state = run_state(services, run.user_id, run.run_id)
+    if status == "completed":
+        outcome = state.steps[-1] if state.steps else None
+        event: object = EndEvent(
+            run.run_id,
+            outcome.finish_reason if outcome is not None else None,
+            list(state.steps),
+            state.usage,
+            outcome.text if outcome is not None else "",
+            list(state.response_messages),
+        )
+        fire(agent.on_end, event)
+    elif status == "failed":
+        error = cast(dict[str, Any], metadata.get("error") or {})
+        fire(agent.on_error, ErrorEvent(run.run_id, StepLineError(str(error.get("message") or "the run failed"))))
+    else:
+        reason = cast(dict[str, Any], metadata.get("abort") or {}).get("reason")
+        fire(agent.on_abort, AbortEvent(run.run_id, reason, list(state.steps)))
 
 
 def finalize_run(services: Services, user_id: str, run_id: str) -> dict[str, Any]:

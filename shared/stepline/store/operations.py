@@ -121,8 +121,14 @@ def start_turn(unit: Unit, user_id: str, turn: TurnStart) -> TurnStarted:
         check_id(value, what)
     existing = unit.conversation(user_id, turn.conversation_id)
     conversation = existing or ConversationRecord(
-        user_id=user_id, conversation_id=turn.conversation_id, created_at=turn.now, updated_at=turn.now
+        user_id=user_id,
+        conversation_id=turn.conversation_id,
+        agent=turn.agent,
+        created_at=turn.now,
+        updated_at=turn.now,
     )
+    if existing is not None and turn.agent is not None and existing.agent not in (None, turn.agent):
+        raise Conflict(f"conversation {turn.conversation_id} is answered by agent {existing.agent}, not {turn.agent}")
     if conversation.active_run_id is not None:
         raise ActiveRunExists(turn.conversation_id, conversation.active_run_id)
     if unit.run(user_id, turn.run_id) is not None:
@@ -146,6 +152,9 @@ def start_turn(unit: Unit, user_id: str, turn: TurnStart) -> TurnStarted:
         trigger=turn.trigger,
         provider=turn.provider,
         model=turn.model,
+        agent=turn.agent,
+        agent_fingerprint=turn.agent_fingerprint,
+        context=turn.context,
         started_at=turn.now,
         heartbeat_at=turn.now,
     )

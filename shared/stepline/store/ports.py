@@ -65,6 +65,10 @@ class TurnStart:
     trigger: Literal["web", "extension", "feishu", "automation", "continuation"] = "web"
     provider: str = ""
     model: str = ""
+    agent: str | None = None
+    """The conversation's agent: set on a new conversation, and must match an existing one's."""
+    agent_fingerprint: str | None = None
+    context: dict[str, JsonValue] | None = None
     title: str | None = None
     assistant_metadata: dict[str, JsonValue] | None = None
     supersede_seqs: tuple[int, ...] = ()

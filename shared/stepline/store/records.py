@@ -100,6 +100,8 @@ class ConversationRecord(_Record):
     title: str = ""
     status: ConversationStatus = "idle"
     active_run_id: str | None = None
+    agent: str | None = None
+    """The agent that answers this conversation, fixed by its first turn (None: the default)."""
     last_message_seq: int = 0
     version: int = 0
     created_at: int
@@ -142,6 +144,11 @@ class RunRecord(_Record):
     trigger: Literal["web", "extension", "feishu", "automation", "continuation"] = "web"
     provider: str = ""
     model: str = ""
+    agent: str | None = None
+    agent_fingerprint: str | None = None
+    """`Agent.fingerprint()` when the run started (a later step may run a redeployed definition)."""
+    context: dict[str, JsonValue] | None = None
+    """The run context fixed at its start: `{"claims": {...}, "body": {...}}` (see `RunContext`)."""
     status: RunStatus = "queued"
     active_step_index: int = 0
     last_event_seq: int = 0

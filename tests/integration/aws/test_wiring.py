@@ -54,9 +54,11 @@ def test_services_read_the_key_from_ssm_and_use_the_tables() -> None:
             Name=ENV["STEPLINE_OPENAI_KEY_PARAMETER"], Value="sk-test-123", Type="SecureString"
         )
         services = build_services(Settings.from_env(ENV), client=_client)
-        assert isinstance(services.model, OpenAIModel) and services.model.api_key == "sk-test-123"
-        assert {t.name for t in services.tools} == {"get_weather", "delete_file"}
-        assert services.tool_approval == {"delete_file": "user-approval"}
+        agent = services.agent_set.default
+        model = services.model_for(agent)
+        assert isinstance(model, OpenAIModel) and model.api_key == "sk-test-123"
+        assert {t.name for t in agent.tools} == {"get_weather", "delete_file"}
+        assert agent.tool_approval == {"delete_file": "user-approval"}
         assert services.approval_timeout_ms == 600_000 and services.orchestrator is None
         assert services.store.delta_retention_ms == 3 * 24 * 3600 * 1000
         with pytest.raises(NotFound):  # the real tables answer

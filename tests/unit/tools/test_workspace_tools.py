@@ -252,7 +252,14 @@ def test_a_model_step_gives_its_tools_the_run_context() -> None:
     assert worker.model_step(services, "alice", "run-1", invocation_id="i-1")["next"] == "continue"
     (runtime,) = seen
     assert runtime == RunContext(
-        user_id="alice", conversation_id="conv-1", run_id="run-1", message_id="a-1", store=store, blobs=blobs
+        user_id="alice",
+        conversation_id="conv-1",
+        run_id="run-1",
+        message_id="a-1",
+        store=store,
+        blobs=blobs,
+        claims={"sub": "alice"},
+        agent="default",
     )
     assert blobs.get_object("users/alice/conversations/conv-1/workspace/n.md") == b"x"
 
@@ -264,5 +271,6 @@ def test_the_functions_settings_default_to_the_workspace_toolset_with_the_bucket
     assert settings.tools == "stepline.tools.workspace"
     services = build_services(settings, client=lambda name: object())  # no AWS call while building
     assert isinstance(services.blobs, S3BlobStore) and services.blobs.bucket == "bucket"
-    assert ([t.name for t in services.tools], services.tool_approval) == ([t.name for t in TOOLS], TOOL_APPROVAL)
-    assert isinstance(services.model, ScriptBook)
+    agent = services.agent_set.default
+    assert ([t.name for t in agent.tools], agent.tool_approval) == ([t.name for t in TOOLS], TOOL_APPROVAL)
+    assert isinstance(services.model_for(agent), ScriptBook)

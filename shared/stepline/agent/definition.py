@@ -1,0 +1,376 @@
+"""`Agent`: one declarative definition of an agent, run by `stepline dev`, `stepline run` and every Lambda.
+
+    support = Agent(
+        name="support",
+        model="openai:gpt-5.1",
+        instructions=lambda context: f"You help {context.claims.get('name', 'the user')}.",
+        tools=[lookup_order, refund],
+        temperature=0.2,
+        stop_when=is_step_count(8),
+    )
+
+Every setting has the meaning it has in `stream_text` (spec 000's "streamText 参数全景"): an agent
+only holds them, and `loop_config` turns them into the `LoopConfig` of one step, so there is one
+loop, in process and on the durable path alike. What a durable run adds is written in
+docs/agents.md: the agent is rebuilt from its module in every process, the run context is fixed when
+the run starts, and a run records the agent's name and `fingerprint()`.
+
+A definition error (an unknown setting, two tools of one name, a setting naming a tool the agent
+does not have) raises `AgentDefinitionError` when the module is imported, naming the setting.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal, cast
+
+from pydantic import BaseModel, ConfigDict, Field, InstanceOf, JsonValue, PrivateAttr, ValidationError, field_validator
+
+from ..errors import StepLineError
+from ..llm.base import LanguageModel, ToolChoice
+from ..loop.callbacks import Callback, Callbacks
+from ..loop.config import (
+    ApprovalPolicy,
+    ApprovalSetting,
+    CallSettings,
+    Include,
+    Instructions,
+    LoopConfig,
+    PrepareStep,
+    RepairToolCall,
+    Timeouts,
+)
+from ..loop.stop import StopCondition, is_step_count
+from ..loop.tools import Tool
+from ..protocol._json import dumps
+from ..protocol.model_messages import ProviderOptions, SystemModelMessage
+from ..protocol.to_model_messages import ReasoningPolicy
+from ..store.history import DEFAULT_BUDGET_CHARS
+
+__all__ = ["DEFAULT_MAX_STEPS", "Agent", "AgentDefinitionError", "DynamicInstructions", "ModelResolver"]
+
+DEFAULT_MAX_STEPS = 25
+"""Model steps a run takes at most when the agent sets no `stop_when` (`STEPLINE_MAX_STEPS`)."""
+
+DynamicInstructions = Callable[[Any], "Instructions | None | Awaitable[Instructions | None]"]
+"""`(run_context) -> instructions`: called before every step with the run's fixed context."""
+ModelResolver = Callable[[str, float | None], LanguageModel]
+"""`(spec, request_timeout) -> model`: how a host turns `provider:model-id` into a model (its keys)."""
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class AgentDefinitionError(StepLineError, ValueError):
+    """An agent that cannot run as defined; the message names the agent and the setting."""
+
+
+class Agent(BaseModel):
+    """An agent: its model, instructions, tools and every `stream_text` setting of a durable run.
+
+    Attributes:
+        name: Names the agent in a deployment with several (`[A-Za-z0-9_.-]`, up to 64).
+        description: Shown in `GET /api/agents` and the web UI's agent picker.
+        model: `"provider:model-id"` or a `LanguageModel`; None uses the runtime's configured model
+            (`STEPLINE_MODEL`, else the scripted demo book).
+        instructions: A string, one system message (with provider options), a list of system
+            blocks (the Anthropic cache-breakpoint case), or a function of the run context
+            returning one of those (sync or async).
+        tools: The agent's tools (`@tool` functions, `tool(...)` definitions, toolsets).
+        tool_approval: Per tool name a setting or a policy, or one policy for every tool; a
+            tool's own `@tool(approval=...)` applies where this names nothing for it.
+        history_budget_chars: How much of the conversation the next turn sends again (newest first).
+        reasoning_history: What happens to earlier reasoning parts on the next turn.
+        tracer: An OpenTelemetry tracer: spans per step, model call and tool.
+
+    The other fields are the `stream_text` settings of the same names (`tool_choice`,
+    `active_tools`, `tool_order`, `stop_when`, `prepare_step`, `repair_tool_call`, the sampling
+    settings, `max_retries`, `timeouts`, `headers`, `provider_options`, `output`, `output_schema`,
+    `include`) and its lifecycle callbacks (`on_start` … `on_abort`).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    name: str = "agent"
+    description: str | None = None
+    model: Any = None
+    instructions: Any = None
+    tools: tuple[InstanceOf[Tool], ...] = ()
+    tool_approval: Mapping[str, ApprovalSetting | ApprovalPolicy] | ApprovalPolicy | None = None
+    tool_choice: ToolChoice | None = None
+    active_tools: tuple[str, ...] | None = None
+    tool_order: tuple[str, ...] | None = None
+    stop_when: StopCondition | Sequence[StopCondition] | None = None
+    prepare_step: PrepareStep | None = None
+    repair_tool_call: RepairToolCall | None = None
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    stop_sequences: tuple[str, ...] | None = None
+    seed: int | None = None
+    reasoning: str | None = None
+    max_retries: int = Field(default=2, ge=0)
+    timeouts: InstanceOf[Timeouts] = Field(default_factory=Timeouts)
+    headers: Mapping[str, str] = Field(default_factory=dict[str, str])
+    provider_options: ProviderOptions = Field(default_factory=dict[str, dict[str, JsonValue]])
+    output: type[BaseModel] | None = None
+    output_schema: dict[str, JsonValue] | None = None
+    include: InstanceOf[Include] = Field(default_factory=Include)
+    history_budget_chars: int = Field(default=DEFAULT_BUDGET_CHARS, ge=1)
+    reasoning_history: ReasoningPolicy = "auto"
+    on_start: Callback | None = None
+    on_step_start: Callback | None = None
+    on_language_model_call_start: Callback | None = None
+    on_chunk: Callback | None = None
+    on_language_model_call_end: Callback | None = None
+    on_tool_execution_start: Callback | None = None
+    on_tool_execution_end: Callback | None = None
+    on_step_end: Callback | None = None
+    on_end: Callback | None = None
+    on_error: Callback | None = None
+    on_abort: Callback | None = None
+    tracer: Any = None
+
+    _fingerprint: str | None = PrivateAttr(default=None)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as error:
+            name = data.get("name", "agent")
+            problems = "; ".join(_problem(issue) for issue in error.errors())
+            raise AgentDefinitionError(f"agent {name}: {problems}") from None
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError("use 1-64 characters from A-Z a-z 0-9 _ . -, starting with a letter or digit")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _valid_model(cls, value: Any) -> Any:
+        if value is None or isinstance(value, str) and ":" in value:
+            return value
+        if all(hasattr(value, a) for a in ("provider", "model_id", "stream")):
+            return value
+        raise ValueError("must be 'provider:model-id' (such as openai:gpt-5.1) or a LanguageModel")
+
+    @field_validator("instructions")
+    @classmethod
+    def _valid_instructions(cls, value: Any) -> Any:
+        if value is None or isinstance(value, str | SystemModelMessage) or callable(value):
+            return value
+        if isinstance(value, Sequence) and all(isinstance(v, SystemModelMessage) for v in cast(Sequence[Any], value)):
+            return tuple(cast(Sequence[SystemModelMessage], value))
+        raise ValueError("must be a string, a SystemModelMessage, a list of them, or a function of the run context")
+
+    def model_post_init(self, context: Any, /) -> None:
+        names = [t.name for t in self.tools]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"tools: two tools are named {', '.join(duplicates)}")
+        known = set(names)
+        named: list[tuple[str, Sequence[str]]] = [
+            ("active_tools", self.active_tools or ()),
+            ("tool_order", self.tool_order or ()),
+        ]
+        approval: Any = self.tool_approval
+        if isinstance(approval, Mapping):
+            named.append(("tool_approval", [str(k) for k in cast(Mapping[Any, Any], approval)]))
+        for setting, listed in named:
+            unknown = sorted(set(listed) - known)
+            if unknown:
+                raise ValueError(
+                    f"{setting}: no tool named {', '.join(unknown)} (its tools: {', '.join(sorted(known)) or 'none'})"
+                )
+
+    # -- what a run uses -----------------------------------------------------------------------------
+
+    def language_model(self, resolve: ModelResolver, default: str) -> LanguageModel:
+        """The model (`default` is the host's spec when `model` is None); hosts cache it per process."""
+        spec = self.model if self.model is not None else default
+        return resolve(spec, self.timeouts.request) if isinstance(spec, str) else cast(LanguageModel, spec)
+
+    def model_spec(self, default: str) -> str:
+        """`provider:model-id` of the model, for listings and the fingerprint."""
+        if self.model is None:
+            return default
+        if isinstance(self.model, str):
+            return self.model
+        model = cast(LanguageModel, self.model)
+        return f"{model.provider}:{model.model_id}"
+
+    async def instructions_for(self, context: Any) -> Instructions | None:
+        """The instructions of a step: the static value, or the function's for the run context."""
+        value = self.instructions
+        if callable(value):
+            value = value(context)
+            if inspect.isawaitable(value):
+                value = await value
+        return cast("Instructions | None", value)
+
+    def approval_of(self, tool_name: str) -> Literal["required", "per-call", "none"]:
+        """Whether a call of the tool waits for a person: always, as a policy decides, or never."""
+        policy: Any = self.tool_approval
+        tool = next((t for t in self.tools if t.name == tool_name), None)
+        setting: Any = tool.approval if tool is not None else None
+        if isinstance(policy, Mapping):
+            setting = cast(Mapping[str, Any], policy).get(tool_name, setting)
+        elif setting is None and policy is not None:
+            return "per-call"
+        if callable(setting):
+            return "per-call"
+        status: Any = cast(tuple[Any, ...], setting)[0] if isinstance(setting, tuple) else setting
+        return "required" if status == "user-approval" else "none"
+
+    def callbacks(self) -> Callbacks:
+        return Callbacks(**{name: getattr(self, name) for name in _CALLBACKS})
+
+    async def loop_config(
+        self, *, model: LanguageModel, context: Any, max_steps: int = DEFAULT_MAX_STEPS, **host: Any
+    ) -> LoopConfig:
+        """The `LoopConfig` of one step of a run with this run context.
+
+        `host` adds the runtime's own fields (the tool guard, the abort signal, the approval secret,
+        the clock).
+        """
+        settings = CallSettings(
+            max_output_tokens=self.max_output_tokens,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k,
+            presence_penalty=self.presence_penalty,
+            frequency_penalty=self.frequency_penalty,
+            stop_sequences=list(self.stop_sequences) if self.stop_sequences is not None else None,
+            seed=self.seed,
+            reasoning=self.reasoning,
+        )
+        options: dict[str, Any] = {
+            "model": model,
+            "instructions": await self.instructions_for(context),
+            "tools": list(self.tools),
+            "tool_choice": self.tool_choice,
+            "active_tools": list(self.active_tools) if self.active_tools is not None else None,
+            "tool_order": list(self.tool_order) if self.tool_order is not None else None,
+            "tool_approval": self.tool_approval,
+            "repair_tool_call": self.repair_tool_call,
+            "stop_when": self.stop_when if self.stop_when is not None else is_step_count(max_steps),
+            "prepare_step": self.prepare_step,
+            "settings": settings,
+            "max_retries": self.max_retries,
+            "timeouts": self.timeouts,
+            "headers": dict(self.headers),
+            "provider_options": dict(self.provider_options),
+            "runtime_context": context,
+            "output": self.output,
+            "output_schema": self.output_schema,
+            "include": self.include,
+            "callbacks": self.callbacks(),
+            "tracer": self.tracer,
+            **host,
+        }
+        return LoopConfig(**options)
+
+    def fingerprint(self) -> str:
+        """A digest of the definition (settings, tool schemas, callables by qualified name).
+
+        A run records it at its start; a run that continues under another fingerprint (a redeploy
+        while it waited) is logged, and continues with the definition it finds.
+        """
+        if self._fingerprint is None:
+            described = {
+                "name": self.name,
+                "description": self.description,
+                "model": self.model_spec("<runtime default>"),
+                "instructions": _describe(self.instructions),
+                "tools": [_tool_description(t) for t in self.tools],
+                **{
+                    key: _describe(getattr(self, key))
+                    for key in type(self).model_fields
+                    if key not in ("name", "description", "model", "instructions", "tools")
+                },
+            }
+            self._fingerprint = hashlib.sha256(dumps(described).encode()).hexdigest()[:16]
+        return self._fingerprint
+
+
+_CALLBACKS = (
+    "on_start",
+    "on_step_start",
+    "on_language_model_call_start",
+    "on_chunk",
+    "on_language_model_call_end",
+    "on_tool_execution_start",
+    "on_tool_execution_end",
+    "on_step_end",
+    "on_end",
+    "on_error",
+    "on_abort",
+)
+
+
+def _problem(issue: Any) -> str:
+    where = ".".join(str(p) for p in issue["loc"])
+    message = str(issue["msg"])
+    if issue["type"] == "extra_forbidden":
+        message = "not a setting of Agent"
+    elif issue["type"] == "value_error":
+        message = str(issue.get("ctx", {}).get("error", message))
+    return f"{where}: {message}" if where else message
+
+
+def _describe(setting: object) -> JsonValue:
+    """A stable JSON description of a setting (callables by qualified name, models by schema)."""
+    if setting is None or isinstance(setting, str | int | float | bool):
+        return setting
+    if isinstance(setting, type):
+        if issubclass(setting, BaseModel):
+            return cast(JsonValue, setting.model_json_schema())
+        return f"type:{setting.__module__}.{setting.__qualname__}"
+    value: Any = setting
+    if isinstance(value, BaseModel):
+        return cast(JsonValue, value.model_dump(mode="json", by_alias=True))
+    if callable(value):
+        return f"callable:{getattr(value, '__module__', '?')}.{getattr(value, '__qualname__', '?')}"
+    if isinstance(value, Mapping):
+        return {str(k): _describe(v) for k, v in cast(Mapping[Any, Any], value).items()}
+    if isinstance(value, Sequence):
+        return [_describe(v) for v in cast(Sequence[Any], value)]
+    fields: Any = getattr(value, "__dataclass_fields__", None)
+    if isinstance(fields, dict):
+        return {str(k): _describe(getattr(value, str(k))) for k in cast(dict[Any, Any], fields)}
+    return repr(value)
+
+
+def _tool_description(tool: Tool) -> JsonValue:
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "input": tool.input_schema,
+        "clientSide": tool.client_side,
+        "approval": _describe(tool.approval),
+    }
+
+
+def _rebuild() -> None:
+    """Resolve the forward references of the loop's callable types (their modules import lazily)."""
+    from ..loop.config import PrepareStepResult
+    from ..loop.state import StepRecord
+
+    Agent.model_rebuild(
+        _types_namespace={
+            "StepRecord": StepRecord,
+            "PrepareStepResult": PrepareStepResult,
+            "ApprovalSetting": ApprovalSetting,
+        }
+    )
+
+
+_rebuild()
