@@ -1,5 +1,11 @@
 """`stepline run`: one agent turn in this process, printed as it streams.
 
+The agent is the one `stepline dev` and the functions run: `--agent` or `STEPLINE_AGENT`
+(`package.module:attribute`, importable from the working directory; a mapping of agents takes
+`--agent-name`), else the default agent (the model of `--model` / `STEPLINE_MODEL`, else the
+scripted demo book, with the tools of `--tools` / `STEPLINE_TOOLS`, else the workspace tools). Its
+tools get a `RunContext` over an in-memory store and workspace that last for the command.
+
 Plain output writes the answer text to standard output and the trace (reasoning, tool calls,
 tool results, approvals) to standard error. `--sse` writes the UI Message Stream exactly as the
 HTTP endpoint sends it. A tool that needs approval asks on the terminal, or follows `--approve`
@@ -12,19 +18,23 @@ import argparse
 import asyncio
 import os
 import sys
+import uuid
+from pathlib import Path
 from typing import Any, TextIO
 
+from .agent.definition import Agent
+from .agent.loading import agents_from_env
 from .llm.base import LanguageModel
-from .llm.registry import DEMO_SCRIPT, resolve_model
+from .llm.registry import DEMO_BOOK, resolve_model
 from .loop.approval import ApprovalDecision
-from .loop.stop import is_step_count
 from .loop.stream_text import StreamTextResult, stream_text
-from .loop.tools import Tool
 from .protocol import stream_parts as sp
 from .protocol._json import dumps
 from .protocol.sse import DONE, encode_chunk
 from .protocol.to_chunks import UIStreamOptions, to_ui_message_stream_async
-from .tools import ToolsetError, load_toolset
+from .store.blobs import MemoryBlobStore
+from .store.memory import MemoryStore
+from .tools.context import RunContext
 
 __all__ = ["add_run_parser"]
 
@@ -35,10 +45,12 @@ def add_run_parser(commands: Any) -> None:
     """Register `stepline run` on the top-level subcommand parser."""
     run = commands.add_parser("run", help="run one agent turn in this process")
     run.add_argument("prompt", help="the user's message")
-    run.add_argument("--model", help="provider:model-id (default: $STEPLINE_MODEL, else the scripted demo)")
-    run.add_argument("--tools", help="a module exposing TOOLS (default: $STEPLINE_TOOLS, else stepline.tools.demo)")
-    run.add_argument("--instructions", help="the system prompt")
-    run.add_argument("--max-steps", type=int, default=10, help="stop after this many model steps (default 10)")
+    run.add_argument("--agent", help="package.module:attribute of the agent (default: $STEPLINE_AGENT)")
+    run.add_argument("--agent-name", help="which agent of a mapping of agents (default: the first)")
+    run.add_argument("--model", help="provider:model-id (default: $STEPLINE_MODEL, else the scripted demo book)")
+    run.add_argument("--tools", help="the default agent's tools: a module exposing TOOLS (default: $STEPLINE_TOOLS)")
+    run.add_argument("--instructions", help="the system prompt (overrides the agent's)")
+    run.add_argument("--max-steps", type=int, default=10, help="steps of an agent without stop_when (default 10)")
     run.add_argument("--sse", action="store_true", help="print the UI Message Stream as SSE")
     decision = run.add_mutually_exclusive_group()
     decision.add_argument("--approve", action="store_true", help="approve every approval request")
@@ -46,22 +58,23 @@ def add_run_parser(commands: Any) -> None:
     run.set_defaults(handler=_run)
 
 
-def _model(args: argparse.Namespace, err: TextIO) -> LanguageModel:
-    spec = args.model or os.environ.get("STEPLINE_MODEL")
-    if spec:
-        return resolve_model(spec)
-    err.write(
-        f"stepline: no model configured (--model or STEPLINE_MODEL): using the scripted demo model {DEMO_SCRIPT.name}\n"
-    )
-    return resolve_model(f"scripted:{DEMO_SCRIPT}")
+def _agent(args: argparse.Namespace, err: TextIO) -> tuple[Agent, LanguageModel]:
+    env = {
+        "STEPLINE_AGENT": args.agent or os.environ.get("STEPLINE_AGENT", ""),
+        "STEPLINE_TOOLS": args.tools or os.environ.get("STEPLINE_TOOLS", ""),
+    }
+    spec = args.model or os.environ.get("STEPLINE_MODEL") or ""
+    agents = agents_from_env(env, search=Path.cwd())  # a StepLineError here names what is wrong (exit 2)
+    agent = agents.get(args.agent_name)
+    if not spec and agent.model is None:
+        book = DEMO_BOOK.name
+        err.write(f"stepline: no model configured (--model or STEPLINE_MODEL): using the scripted demo book {book}\n")
+    model = agent.language_model(_resolve, spec or f"scripted:{DEMO_BOOK}")
+    return agent, model
 
 
-def _toolset(args: argparse.Namespace) -> tuple[list[Tool], dict[str, Any]]:
-    name = args.tools or os.environ.get("STEPLINE_TOOLS") or "stepline.tools.demo"
-    try:
-        return load_toolset(name)
-    except ToolsetError as error:
-        raise SystemExit(f"stepline: {error}") from error
+def _resolve(spec: str, timeout: float | None) -> LanguageModel:
+    return resolve_model(spec, **({"timeout": timeout} if timeout is not None else {}))
 
 
 class _Printer:
@@ -132,20 +145,30 @@ def _decide(result: StreamTextResult, args: argparse.Namespace, err: TextIO) -> 
 
 
 async def _turn(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    tools, approval = _toolset(args)
-    options: dict[str, Any] = {
-        "model": _model(args, err),
-        "tools": tools,
-        "tool_approval": approval or None,
-        "instructions": args.instructions,
-        "stop_when": is_step_count(args.max_steps),
-    }
+    agent, model = _agent(args, err)
+    run_id, message_id = f"run-{uuid.uuid4().hex[:12]}", f"msg-{uuid.uuid4().hex[:12]}"
+    context = RunContext(
+        user_id="local",
+        conversation_id="cli",
+        run_id=run_id,
+        message_id=message_id,
+        store=MemoryStore(),
+        blobs=MemoryBlobStore(),
+        agent=agent.name,
+    )
+    options = await agent.loop_options(model=model, context=context, max_steps=args.max_steps)
+    if args.instructions:
+        options["instructions"] = args.instructions
     printer = _Printer(out, err, args.sse)
-    result = stream_text(prompt=args.prompt, **options)
+    result = stream_text(prompt=args.prompt, run_id=run_id, message_id=message_id, **options)
     while True:
         await printer.show(result)
         await result.consume()
         outcome = result.outcome
+        if outcome is not None and outcome.kind == "await-client":
+            waiting = ", ".join(c.tool_name for c in result.state.pending_client_calls)
+            err.write(f"stepline: the agent waits for the client's answer to {waiting} (answer it in a chat client)\n")
+            return EXIT_WAITING
         if outcome is None or outcome.kind != "await-approval":
             break
         decisions = _decide(result, args, err)

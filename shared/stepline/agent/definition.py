@@ -241,6 +241,12 @@ class Agent(BaseModel):
         `host` adds the runtime's own fields (the tool guard, the abort signal, the approval secret,
         the clock).
         """
+        return LoopConfig(**await self.loop_options(model=model, context=context, max_steps=max_steps, **host))
+
+    async def loop_options(
+        self, *, model: LanguageModel, context: Any, max_steps: int = DEFAULT_MAX_STEPS, **host: Any
+    ) -> dict[str, Any]:
+        """`loop_config`'s fields as keyword arguments of `stream_text` (what `stepline run` runs)."""
         settings = CallSettings(
             max_output_tokens=self.max_output_tokens,
             temperature=self.temperature,
@@ -276,7 +282,7 @@ class Agent(BaseModel):
             "tracer": self.tracer,
             **host,
         }
-        return LoopConfig(**options)
+        return options
 
     def fingerprint(self) -> str:
         """A digest of the definition (settings, tool schemas, callables by qualified name).

@@ -119,6 +119,25 @@ def _substitute(part: ModelStreamPart, text: str, json_text: str) -> ModelStream
     return part
 
 
+def _missing_tools(script: str, missing: list[str], offered: list[str]) -> list[ModelStreamPart]:
+    tools = ", ".join(offered) if offered else "none"
+    text = (
+        f"(Scripted demo book, not a language model.) The “{script}” script calls {', '.join(missing)}, "
+        f"which this agent does not have (its tools: {tools}). The demo book plays scripts for "
+        "stepline.tools.workspace; set STEPLINE_MODEL to a real model to try your own tools."
+    )
+    return list(
+        ScriptedStep.parse(
+            [
+                {"type": "text-start", "id": "missing"},
+                {"type": "text-delta", "id": "missing", "delta": text},
+                {"type": "text-end", "id": "missing"},
+                {"type": "finish", "finishReason": {"unified": "stop", "raw": "end_turn"}, "usage": {}},
+            ]
+        ).parts
+    )
+
+
 @dataclass(frozen=True)
 class ScriptBook:
     """A `LanguageModel` that answers from a book of scripts, chosen by the prompt alone."""
@@ -185,6 +204,10 @@ class ScriptBook:
         step = script.steps[choice.step_index]
         json_text = dumps(choice.last_user_text)[1:-1]
         parts = [_substitute(p, choice.last_user_text, json_text) for p in step.parts]
+        offered = {t.name for t in options.tools}
+        missing = sorted({p.tool_name for p in parts if isinstance(p, V4ToolCall)} - offered)
+        if missing:  # say so, instead of a call the loop answers with AI_NoSuchToolError
+            parts = _missing_tools(script.name, missing, sorted(offered))
         async with aclosing(play_step(step, provider=self.provider, parts=parts)) as played:
             async for part in played:
                 yield part
