@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from stepline.llm.base import ModelCallOptions, ModelStreamPart, V4TextDelta, V4ToolCall, V4ToolInputDelta
+from stepline.llm.base import FunctionTool, ModelCallOptions, ModelStreamPart, V4TextDelta, V4ToolCall, V4ToolInputDelta
 from stepline.llm.errors import ModelCallError
 from stepline.llm.registry import DEMO_BOOK, DEMO_SCRIPT, resolve_model
 from stepline.llm.script_book import ScriptBook, ScriptBookError
@@ -69,9 +69,11 @@ def tool_result(call_id: str = "c1") -> ToolModelMessage:
     )
 
 
-def play(model: ScriptBook, prompt: list[ModelMessage]) -> list[ModelStreamPart]:
+def play(model: ScriptBook, prompt: list[ModelMessage], tools: tuple[str, ...] = ("x",)) -> list[ModelStreamPart]:
+    offered = [FunctionTool(name=name, input_schema={"type": "object"}) for name in tools]
+
     async def go() -> list[ModelStreamPart]:
-        return [part async for part in model.stream(ModelCallOptions(prompt=prompt))]
+        return [part async for part in model.stream(ModelCallOptions(prompt=prompt, tools=offered))]
 
     return asyncio.run(go())
 
@@ -166,6 +168,27 @@ def test_the_last_user_text_is_substituted_and_json_escaped_in_tool_input() -> N
     assert isinstance(delta, V4TextDelta) and delta.delta == f"You said: {text}"
     assert isinstance(input_delta, V4ToolInputDelta) and loads_strict(input_delta.delta) == {"note": text}
     assert isinstance(tool_call, V4ToolCall) and loads_strict(tool_call.input) == {"q": text}
+
+
+def test_a_script_calling_a_tool_the_agent_lacks_answers_in_text_naming_the_tool() -> None:
+    book = ScriptBook.from_book(
+        {
+            "scripts": [
+                {
+                    "name": "go",
+                    "match": ["go"],
+                    "steps": [[{"type": "tool-call", "toolCallId": "c", "toolName": "x", "input": "{}"}]],
+                }
+            ]
+        }
+    )
+    parts = play(book, [user("go")], tools=("y", "z"))
+    assert not any(isinstance(p, V4ToolCall) for p in parts)
+    assert "calls x, which this agent does not have (its tools: y, z)" in said_from(parts)
+
+
+def said_from(parts: list[ModelStreamPart]) -> str:
+    return "".join(getattr(p, "delta", "") for p in parts if p.type == "text-delta")
 
 
 @pytest.mark.parametrize(
