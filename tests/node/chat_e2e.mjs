@@ -4,7 +4,8 @@
 //    "latencyMs": 0 (a pause before each request to the chat API: a slow network),
 //    "steps": [{"send": "text"}, {"approve": true, "reason": "ok"}, {"answer": "output"}, {"resume": true},
 //              {"webhookDuringResume": {"approved": true}}, {"dropAfterChunks": 5, "send": "text"},
-//              {"abortAfterChunks": 5, "send": "text"}, {"regenerate": true}]}
+//              {"abortAfterChunks": 5, "send": "text"}, {"regenerate": true}],
+//    "body": {...} (DefaultChatTransport's `body` option: extra fields of every chat request, such as `agent`)}
 // Output (stdout): one JSON object: {messages, statuses, finishes, errors, requests, steps, ...}.
 import { readFileSync } from 'node:fs';
 import {
@@ -150,7 +151,7 @@ const automatic = {
 
 const chat = new Chat({
   id: scenario.chatId,
-  transport: new DefaultChatTransport({ api: scenario.base + '/api/chat', fetch: recordingFetch }),
+  transport: new DefaultChatTransport({ api: scenario.base + '/api/chat', fetch: recordingFetch, body: scenario.body }),
   sendAutomaticallyWhen: automatic,
   onFinish: ({ message, isAbort, isDisconnect, isError, finishReason }) =>
     log.finishes.push({ messageId: message.id, isAbort, isDisconnect, isError, finishReason: finishReason ?? null }),

@@ -91,6 +91,8 @@ class ConversationSummary(_Body):
     title: str
     status: str
     active_run_id: str | None
+    agent: str | None = None
+    """The agent answering the conversation (None: one started before agents were recorded)."""
     created_at: int
     updated_at: int
 
@@ -127,6 +129,7 @@ def conversation_summary(record: ConversationRecord) -> ConversationSummary:
         title=record.title,
         status=record.status,
         active_run_id=record.active_run_id,
+        agent=record.agent,
         created_at=record.created_at,
         updated_at=record.updated_at,
     )
