@@ -221,6 +221,7 @@ def test_function_environment(translated: Template) -> None:
         "STEPLINE_AGENT_TABLE": {"Ref": "AgentTable"},
         "STEPLINE_EVENTS_TABLE": {"Ref": "EventsTable"},
         "STEPLINE_BUCKET": {"Ref": "ArtifactBucket"},
+        "STEPLINE_AGENT": {"Ref": "AgentRef"},
         "STEPLINE_MODEL": {"Ref": "ModelId"},
         "STEPLINE_TOOLS": {"Ref": "ToolsModule"},
         "STEPLINE_APPROVAL_TIMEOUT_SECONDS": {"Ref": "ApprovalTimeoutSeconds"},
