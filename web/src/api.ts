@@ -8,8 +8,29 @@ export interface ConversationSummary {
   title: string | null;
   status: ConversationStatus;
   activeRunId: string | null;
+  /** The agent answering the conversation (fixed by its first message). */
+  agent?: string | null;
   createdAt: number;
   updatedAt: number;
+}
+
+export interface AgentTool {
+  name: string;
+  description: string | null;
+  approval: 'required' | 'per-call' | 'none';
+  clientSide: boolean;
+}
+
+export interface AgentInfo {
+  name: string;
+  description: string | null;
+  model: string;
+  tools: AgentTool[];
+}
+
+export interface AgentList {
+  default: string;
+  agents: AgentInfo[];
 }
 
 export interface StoredMessage {
@@ -50,6 +71,11 @@ export class HttpError extends Error {
     super(message);
     this.name = 'HttpError';
   }
+}
+
+/** The deployment's agents (a new chat names one in its body; the first is the default). */
+export async function listAgents(): Promise<AgentList> {
+  return getJson<AgentList>('/api/agents');
 }
 
 export async function listConversations(): Promise<ConversationSummary[]> {

@@ -66,6 +66,9 @@ export class ChatSession {
   /** What the chat's last error was: only a network or stream failure is a lost connection. */
   private errorKind: 'network' | 'http' | 'stream' | 'execution' | undefined;
 
+  /** The agent a new chat asks for (sent as `body.agent`; the server keeps a chat's first choice). */
+  agent: string | undefined;
+
   private lastRequest: RequestRecord | undefined;
   private readonly stockDecisions = new Map<string, { approved: boolean; reason?: string }>();
   private reconnects = 0;
@@ -80,7 +83,11 @@ export class ChatSession {
     this.chat = new Chat<UIMessage>({
       id,
       messages,
-      transport: new DefaultChatTransport<UIMessage>({ api: '/api/chat', fetch: this.watchingFetch }),
+      transport: new DefaultChatTransport<UIMessage>({
+        api: '/api/chat',
+        fetch: this.watchingFetch,
+        body: () => (this.agent ? { agent: this.agent } : {}),
+      }),
       // The stock flow: the answer goes out once the stream that asked is over (Stepline ends the
       // POST stream with [DONE] when the run starts waiting).
       sendAutomaticallyWhen: ({ messages: all }) =>

@@ -8,6 +8,7 @@ import { abortRun, getConversation, toUIMessages, type ConversationSummary } fro
 import { metadataOf, toolCallOf, traceFacts, type MessageContext } from '../model';
 import { existingSession, openSession, type ChatSession, type SessionHooks } from '../session';
 import { logUiError } from '../telemetry';
+import { AgentPicker } from './AgentPicker';
 import { ErrorBoundary } from './ErrorBoundary';
 import { Icon } from './Icon';
 import { AssistantMessage, UserMessage } from './Message';
@@ -206,6 +207,7 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
           <div className="chat-empty">
             <h2>Stepline</h2>
             <p className="muted">Durable agent runs: close the tab, come back, the run goes on.</p>
+            {!summary && <AgentPicker session={session} />}
           </div>
         )}
         {messages.map((message, index) => (
