@@ -274,6 +274,18 @@ def test_terminal_states_never_go_back(backend: Backend) -> None:
     assert dump() == before
 
 
+def test_an_abort_mark_is_kept_on_a_live_run_and_never_touches_a_terminal_one(backend: Backend) -> None:
+    store, dump = backend
+    start(store)
+    marked = store.request_abort(USER, "r1", reason="user_cancelled")
+    assert (marked.status, marked.cancel_reason) == ("running", "user_cancelled")
+    assert store.request_abort(USER, "r1", reason="other").cancel_reason == "user_cancelled"  # the first stands
+    finish(store, "completed")
+    before = dump()
+    assert store.request_abort(USER, "r1", reason="late").status == "completed"
+    assert dump() == before
+
+
 def test_failure_closes_only_running_nodes(backend: Backend) -> None:
     store, _ = backend
     start(store)

@@ -62,7 +62,11 @@ _LOG = logging.getLogger("stepline.runtime")
 Next = Literal["continue", "await-approval", "await-client", "finished", "failed", "aborted"]
 _TERMINAL_NEXT: dict[str, Next] = {"completed": "finished", "failed": "failed", "aborted": "aborted"}
 ABORT_POLL_SECONDS = 1.0
-_END_ATTEMPTS = 5
+_END_ATTEMPTS = 5 + 60
+_END_ATTEMPTS_AT_ONCE = 5
+_END_PAUSE_SECONDS = 0.25
+"""Ending a run retries at once a few times, then every quarter second for 15 s: long enough for a
+step that keeps appending to notice an abort mark (`ABORT_POLL_SECONDS`) and stop."""
 
 
 # -- starting a turn --------------------------------------------------------------------------------
@@ -280,7 +284,8 @@ async def _watch_abort(services: Services, user_id: str, run_id: str, abort: Abo
     """Notice within about a second that the run was aborted (the API marks it in the store)."""
     while not abort.aborted:
         await asyncio.sleep(ABORT_POLL_SECONDS)
-        if services.store.get_run(user_id, run_id).status == "aborted":
+        run = services.store.get_run(user_id, run_id)
+        if run.status == "aborted" or run.cancel_reason is not None:  # ended, or asked to stop
             abort.abort("aborted by the user")
 
 
@@ -550,7 +555,9 @@ def _end(
     **fields: Any,
 ) -> dict[str, Any]:
     store = services.store
-    for _ in range(_END_ATTEMPTS):
+    for attempt in range(_END_ATTEMPTS):
+        if attempt >= _END_ATTEMPTS_AT_ONCE:  # a step is still appending: it stops once it sees the mark
+            time.sleep(_END_PAUSE_SECONDS)
         run = store.get_run(user_id, run_id)
         if run.status in TERMINAL["run"]:
             return {"userId": user_id, "runId": run_id, "status": run.status}
@@ -597,7 +604,13 @@ def _ended(services: Services, run: RunRecord, status: str, metadata: dict[str, 
 
 
 def finalize_run(services: Services, user_id: str, run_id: str) -> dict[str, Any]:
-    """The run finished: the `finish` chunk, completedAt/usage/finishReason, the active run cleared."""
+    """The run finished: the `finish` chunk, completedAt/usage/finishReason, the active run cleared.
+
+    A run marked to be stopped (its step saw the mark and stopped) ends as aborted instead.
+    """
+    marked = services.store.get_run(user_id, run_id)
+    if marked.cancel_reason is not None and marked.status not in TERMINAL["run"]:
+        return abort_run(services, user_id, run_id, reason=marked.cancel_reason, stop_execution=False)
     state = run_state(services, user_id, run_id)
     now = services.clock()
     finish_reason = state.steps[-1].finish_reason if state.steps else "other"
@@ -624,12 +637,21 @@ def fail_run(services: Services, user_id: str, run_id: str, message: str, code: 
     return _end(services, user_id, run_id, chunks, "failed", metadata, error=info, finish_reason="error")
 
 
-def abort_run(services: Services, user_id: str, run_id: str, *, reason: str = "user_cancelled") -> dict[str, Any]:
-    """Stop a run on purpose (a dropped connection is not one): aborted, the workflow stopped."""
+def abort_run(
+    services: Services, user_id: str, run_id: str, *, reason: str = "user_cancelled", stop_execution: bool = True
+) -> dict[str, Any]:
+    """Stop a run on purpose (a dropped connection is not one): aborted, the workflow stopped.
+
+    The run is marked first (`request_abort`, a write that cannot lose to a streaming step), so its
+    step stops within `ABORT_POLL_SECONDS` even when the end below keeps losing to its appends.
+    """
+    services.store.request_abort(user_id, run_id, reason=reason)
     now = services.clock()
     metadata: dict[str, Any] = {"completedAt": now, "abort": {"reason": reason, "at": now}}
     chunks = [MessageMetadataChunk(message_metadata=metadata), AbortChunk(reason=reason)]
     result = _end(services, user_id, run_id, chunks, "aborted", metadata, cancel_reason=reason)
-    if services.orchestrator is not None:
+    # Not ended (the step kept winning): leave the execution running; the marked step stops and
+    # its FinalizeRun ends the run as aborted.
+    if services.orchestrator is not None and stop_execution and result["status"] in TERMINAL["run"]:
         services.orchestrator.stop_run(user_id, run_id)
     return result

@@ -202,6 +202,16 @@ def heartbeat(unit: Unit, user_id: str, run_id: str, *, now: int) -> None:
     unit.put(_update(_live_run(unit, user_id, run_id), heartbeat_at=now))
 
 
+def request_abort(unit: Unit, user_id: str, run_id: str, *, reason: str) -> RunRecord:
+    """Mark a live run to be stopped; a terminal or already marked run is left as it is."""
+    run = _run(unit, user_id, run_id)
+    if run.status in TERMINAL["run"] or run.cancel_reason is not None:
+        return run
+    run = _update(run, cancel_reason=reason, version=run.version + 1)
+    unit.put(run)
+    return run
+
+
 def _assistant(unit: Unit, run: RunRecord) -> MessageRecord:
     message = unit.message(run.user_id, run.conversation_id, run.assistant_message_seq)
     if message is None:

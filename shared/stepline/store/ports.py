@@ -169,6 +169,15 @@ class Store(Protocol):
 
     def heartbeat(self, user_id: str, run_id: str, *, now: int) -> None: ...
 
+    def request_abort(self, user_id: str, run_id: str, *, reason: str) -> RunRecord:
+        """Mark a live run to be stopped (`cancel_reason`); the run stays live until it is ended.
+
+        A one-item write that always wins quickly, where ending the run (`finish_run`) can lose the
+        race to a step that keeps appending: the step sees the mark and stops, then the end goes
+        through. A terminal run is returned unchanged.
+        """
+        ...
+
     def save_snapshot(self, user_id: str, run_id: str, snapshot: SnapshotUpdate, *, now: int) -> None:
         """Throttled parts snapshot while streaming (never moves a terminal message)."""
         ...

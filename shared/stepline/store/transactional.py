@@ -51,6 +51,9 @@ class TransactionalStore(ABC):
     def heartbeat(self, user_id: str, run_id: str, *, now: int) -> None:
         self._do(lambda u: ops.heartbeat(u, user_id, run_id, now=now))
 
+    def request_abort(self, user_id: str, run_id: str, *, reason: str) -> RunRecord:
+        return self._do(lambda u: ops.request_abort(u, user_id, run_id, reason=reason))
+
     def save_snapshot(self, user_id: str, run_id: str, snapshot: SnapshotUpdate, *, now: int) -> None:
         self._do(lambda u: ops.save_snapshot(u, user_id, run_id, snapshot, now=now))
 

@@ -16,6 +16,7 @@ from stepline.local.workflow import SimulatedCrash
 from stepline.loop.tools import Tool
 from stepline.protocol._json import loads_strict
 from stepline.runtime import worker
+from stepline.store.errors import ConcurrentUpdate
 from stepline.store.replay import chunks_of
 from tests.support.local_aws import LocalAws, local_aws
 from tests.support.runs import (
@@ -205,6 +206,55 @@ def test_abort_stops_the_run_and_marks_it_aborted() -> None:
         assert run.status == "aborted" and run.cancel_reason == "user_cancelled"
         message = final_message(aws, run_id)
         assert message["status"] == "aborted" and "abort" in message["metadata"]
+
+
+class LosingEnds:
+    """The real store, where ending the run loses to the streaming step's appends for as long as the
+    step streams (what a busy machine does to an abort racing a fast model)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.lost = 0
+        self._seen = -1
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def finish_run(self, user_id: str, run_id: str, finish: Any) -> Any:
+        appended = self._store.get_run(user_id, run_id).last_event_seq
+        streaming, self._seen = appended != self._seen, appended
+        if finish.status == "aborted" and streaming:  # an append since the last attempt: this one loses
+            self.lost += 1
+            raise ConcurrentUpdate("a step appended meanwhile")
+        return self._store.finish_run(user_id, run_id, finish)
+
+
+def test_abort_wins_even_when_every_end_loses_to_the_streaming_step() -> None:
+    slow = ScriptedModel.from_script(
+        [
+            {
+                "delayMs": 100,
+                "parts": [
+                    {"type": "text-start", "id": "t"},
+                    *({"type": "text-delta", "id": "t", "delta": "x"} for _ in range(200)),
+                    {"type": "text-end", "id": "t"},
+                    STOP,
+                ],
+            }
+        ]
+    )
+    with local_aws(slow) as aws:
+        losing = LosingEnds(aws.services.store)
+        aws.services.store = losing  # type: ignore[assignment]
+        run_id = begin(aws)
+        aws.wait_run(USER, run_id, lambda r: r.status == "running")
+        result = worker.abort_run(aws.services, USER, run_id)
+        run = aws.wait_run(USER, run_id, lambda r: r.status in ("aborted", "completed"), timeout=30)
+        assert (result["status"], run.status, run.cancel_reason) == ("aborted", "aborted", "user_cancelled")
+        assert losing.lost >= 5  # the ends that lost while the step streamed
+        message = final_message(aws, run_id)
+        assert message["status"] == "aborted"
+        assert len("".join(p.get("text", "") for p in message["parts"])) < 200  # stopped mid-answer
 
 
 class Crash(SimulatedCrash):
