@@ -14,6 +14,7 @@ from stepline.store.errors import (
     Conflict,
     DecisionConflict,
     Gone,
+    InvalidCursor,
     NotFound,
     TerminalState,
 )
@@ -146,6 +147,28 @@ def test_next_turn_appends_in_order_and_conversations_list_newest_first(backend:
     page = store.list_messages(USER, "c1", limit=3)
     assert len(page.items) == 3 and page.cursor is not None
     assert [m.seq for m in store.list_messages(USER, "c1", after_seq=int(page.items[-1].seq)).items] == [4]
+
+
+def test_conversation_cursors_page_through_and_a_forged_one_is_invalid_cursor(backend: Backend) -> None:
+    """A cursor comes back from a client: only one the store gave out, to this user, is taken (else 400, not 500)."""
+    store, _ = backend
+    for index in range(3):
+        start(store, conversation=f"c{index}", run=f"r{index}", now=1_000 + index)
+    first = store.list_conversations(USER, limit=2)
+    assert first.cursor is not None
+    rest = store.list_conversations(USER, limit=2, cursor=first.cursor)
+    assert [c.conversation_id for c in [*first.items, *rest.items]] == ["c2", "c1", "c0"] and rest.cursor is None
+    start(store, conversation="theirs", run="r-theirs", user=OTHER)
+    theirs = store.list_conversations(OTHER, limit=1)
+    mine = store.list_conversations(USER, limit=1).cursor
+    forged = ["%%%", "bm9wZQ==", "e30=", "x" * 5000, "-1", "1e3", "١"]
+    if theirs.cursor is not None:
+        forged.append(theirs.cursor)  # another user's cursor (a backend whose cursor names the user refuses it)
+    for cursor in forged:
+        if cursor == mine:
+            continue
+        with pytest.raises(InvalidCursor):
+            store.list_conversations(USER, limit=1, cursor=cursor)
 
 
 def test_another_user_sees_nothing(backend: Backend) -> None:

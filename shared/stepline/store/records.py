@@ -6,10 +6,11 @@ milliseconds. A status moves only along `TRANSITIONS`; a terminal status is neve
 
 from __future__ import annotations
 
-import re
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from ..protocol._request_rules import ID_PATTERN
 
 __all__ = [
     "TERMINAL",
@@ -78,7 +79,7 @@ TRANSITIONS: Final[dict[str, dict[str, frozenset[str]]]] = {
 }
 """Allowed moves; a status missing from a table's keys has no way out."""
 
-_ID = re.compile(r"^[A-Za-z0-9._:@+=-]{1,200}$")
+_ID = ID_PATTERN
 
 
 def check_id(value: str, what: str) -> str:
