@@ -87,7 +87,15 @@ async def chat(request: Request, user_id: User, services: ServicesDep, options: 
     return _stream_chat(services, options, user_id, opened, stop_at_input=True)
 
 
-@router.get("/api/chat/{chat_id}/stream", tags=["chat"], response_class=StreamingResponse)
+@router.get(
+    "/api/chat/{chat_id}/stream",
+    tags=["chat"],
+    response_class=StreamingResponse,
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "The active run's UI Message Stream"},
+        204: {"description": "Nothing to resume"},
+    },
+)
 async def resume(
     chat_id: Id,
     user_id: User,
