@@ -510,6 +510,28 @@ def test_client_outputs_answer_pending_tool_calls_once(backend: Backend) -> None
         store.answer_tool_call(USER, "r1", "q1", output={"city": "Rome"}, now=5)
 
 
+def assistant_status(store: Store) -> str:
+    return next(m.status for m in store.list_messages(USER, "c1").items if m.role == "assistant")
+
+
+@pytest.mark.parametrize("wait", ["waiting_user", "waiting_approval"])
+def test_the_message_waits_with_its_run_and_streams_again_when_it_runs(backend: Backend, wait: str) -> None:
+    """One vocabulary (`LIVE_MESSAGE_STATUS`): a waiting run's message is `waiting`, whichever the wait."""
+    store, _ = backend
+    start(store)
+    assert assistant_status(store) == "streaming"
+    if wait == "waiting_approval":
+        request_one_approval(store)
+    else:
+        step = StepRecordRow(user_id=USER, run_id="r1", step_index=0, started_at=1)
+        store.save_step(
+            USER, "r1", step=step, tool_calls=[], snapshot=snapshot(), checkpoint_state={}, now=2, run_status=wait
+        )
+    assert (store.get_conversation(USER, "c1").status, assistant_status(store)) == (wait, "waiting")
+    store.mark_running(USER, "r1", now=3)
+    assert (store.get_conversation(USER, "c1").status, assistant_status(store)) == ("running", "streaming")
+
+
 def test_an_initial_checkpoint_needs_no_step(backend: Backend) -> None:
     store, _ = backend
     start(store)
