@@ -23,7 +23,7 @@ from typing import Final, cast
 from pydantic import JsonValue
 
 from ..errors import InvalidUIMessageError
-from ._json import loads_strict
+from ._json import dumps, loads_strict
 
 __all__ = ["MAX_DEPTH", "check_json_value", "json_path", "parse_json_body"]
 
@@ -43,11 +43,6 @@ def _unlink(link: _Link) -> Path:
         link, element = link
         elements.append(element)
     return tuple(reversed(elements))
-
-
-def _nested(value: object) -> bool:
-    """Worth a visit: a string to check, or a container to walk (numbers, booleans and null are fine)."""
-    return isinstance(value, str | list | dict)
 
 
 def json_path(path: Path, root: str = "") -> str:
@@ -82,25 +77,79 @@ def parse_json_body(data: bytes | str, *, max_depth: int = MAX_DEPTH) -> JsonVal
 def check_json_value(value: object, *, max_depth: int = MAX_DEPTH, root: str = "") -> None:
     """Refuse a decoded value nested deeper than `max_depth` or holding a lone surrogate.
 
-    Iterative (the value may be as deep as the parser allowed); it stops at the first problem it meets.
+    Iterative (the value may be as deep as the parser allowed) and cheap on a large body: the depth
+    by a walk that visits arrays and objects only, the strings by encoding the whole value once, and
+    only when that fails by a descent that bisects to the string to name.
     """
-    stack: list[tuple[object, int, _Link]] = [(value, 0, None)]
+    _check_depth(value, max_depth, root)
+    if _has_lone_surrogate(value):
+        path, in_key = _surrogate_path(value)
+        reason = "has a key that is not valid Unicode (a lone surrogate)" if in_key else "is not valid Unicode"
+        raise InvalidUIMessageError([(json_path(path, root), reason if in_key else f"{reason} (a lone surrogate)")])
+
+
+def _check_depth(value: object, max_depth: int, root: str) -> None:
+    stack: list[tuple[object, int, _Link]] = [(value, 0, None)] if _container(value) else []
     while stack:
         node, depth, link = stack.pop()
-        if isinstance(node, str):
-            if _SURROGATE.search(node):
-                where = json_path(_unlink(link), root)
-                raise InvalidUIMessageError([(where, "is not valid Unicode (a lone surrogate)")])
-            continue
         if depth >= max_depth:
             raise InvalidUIMessageError([(json_path(_unlink(link), root), f"is nested deeper than {max_depth} levels")])
         if isinstance(node, list):
             items = cast(list[object], node)
-            stack.extend((item, depth + 1, (link, i)) for i, item in enumerate(items) if _nested(item))
+            if _CONTAINERS.isdisjoint(map(type, items)):  # C speed: most arrays hold no arrays or objects
+                continue
+            stack.extend([(item, depth + 1, (link, index)) for index, item in enumerate(items) if _container(item)])
+        else:
+            entries = cast(dict[str, object], node)
+            if _CONTAINERS.isdisjoint(map(type, entries.values())):
+                continue
+            stack.extend([(item, depth + 1, (link, key)) for key, item in entries.items() if _container(item)])
+
+
+_CONTAINERS: Final = frozenset({list, dict})
+
+
+def _container(value: object) -> bool:
+    return type(value) in _CONTAINERS
+
+
+def _has_lone_surrogate(value: object) -> bool:
+    try:
+        dumps(value).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _surrogate_path(value: object) -> tuple[Path, bool]:
+    """Where a lone surrogate of `value` is, and whether it is in an object key (bisecting, C speed)."""
+    path: list[str | int] = []
+    node = value
+    while True:
+        if isinstance(node, list):
+            items = cast(list[object], node)
+            index = _first_bad(items)
+            path.append(index)
+            node = items[index]
         elif isinstance(node, dict):
-            for key, item in cast(dict[str, object], node).items():
-                if _SURROGATE.search(key):
-                    where = json_path(_unlink(link), root)
-                    raise InvalidUIMessageError([(where, "has a key that is not valid Unicode (a lone surrogate)")])
-                if _nested(item):
-                    stack.append((item, depth + 1, (link, key)))
+            entries = cast(dict[str, object], node)
+            keys = list(entries)
+            if _has_lone_surrogate(keys):
+                return tuple(path), True
+            key = keys[_first_bad(list(entries.values()))]
+            path.append(key)
+            node = entries[key]
+        else:
+            return tuple(path), False
+
+
+def _first_bad(items: list[object]) -> int:
+    """The index of an item holding a lone surrogate (one is known to), by halving the list."""
+    low, high = 0, len(items)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _has_lone_surrogate(items[low:middle]):
+            high = middle
+        else:
+            low = middle
+    return low
