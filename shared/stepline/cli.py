@@ -28,11 +28,10 @@ from pydantic import TypeAdapter, ValidationError
 from .errors import InvalidUIMessageError, MessageConversionError, ProtocolError, StepLineError
 from .protocol._json import dumps, loads_strict
 from .protocol.chunks import UIMessageChunk
+from .protocol.convert_json import convert_ui_messages_json
 from .protocol.parts import UIMessage
 from .protocol.reducer import reduce_ui_message_stream
-from .protocol.request import validate_ui_messages
 from .protocol.sse import decode_ui_message_stream
-from .protocol.to_model_messages import convert_to_model_messages
 from .run_cli import add_run_parser
 
 __all__ = ["main"]
@@ -105,10 +104,7 @@ def _reduce(args: argparse.Namespace, out: TextIO) -> None:
 def _convert(args: argparse.Namespace, out: TextIO) -> None:
     raw = _json(_read(args.file), "the message array")
     try:
-        messages = validate_ui_messages(raw, allow_system=True, keep_extensions=True)
-        model_messages = convert_to_model_messages(
-            messages, ignore_incomplete_tool_calls=args.ignore_incomplete_tool_calls
-        )
+        model_messages = convert_ui_messages_json(raw, ignore_incomplete_tool_calls=args.ignore_incomplete_tool_calls)
     except (InvalidUIMessageError, MessageConversionError) as error:
         raise CliError(f"invalid messages: {error}") from error
     out.write(dumps([m.to_wire() for m in model_messages]) + "\n")

@@ -225,6 +225,14 @@ def test_the_stream_ends_when_the_run_waits_for_an_approval(server: Running) -> 
     assert conversation["activeRunId"] is not None
 
 
+def test_while_the_run_waits_for_an_answer_its_message_says_waiting(server: Running) -> None:
+    """The conversation names the wait (`waiting_user`); the message is `waiting`, not `streaming`."""
+    with server.client() as client:
+        send(client, "question-chat", "ask me a question")
+        conversation = wait_status(client, "question-chat", "waiting_user")
+    assert [m["status"] for m in conversation["messages"]] == ["completed", "waiting"]
+
+
 def test_approval_webhook_decides_once(server: Running) -> None:
     with server.client() as client:
         request = approval_request(send(client, "hook-chat", "write a note"))

@@ -70,6 +70,19 @@ ASSISTANT_WAITING: dict[str, Any] = {
     ],
 }
 
+_URL_SOURCE: Chunk = {"type": "source", "sourceType": "url", "id": "s1", "url": "https://a.example/"}
+LOOSE_CITATIONS: list[tuple[str, Any]] = [
+    ("a negative index", [{"source": _URL_SOURCE, "startIndex": -1, "endIndex": 2.5}]),
+    ("no source", [{"citedText": "q"}]),
+    ("unknown keys and a source of another kind", [{"source": {"sourceType": "book", "isbn": "x"}, "page": 3}]),
+    ("null cited text", [{"source": _URL_SOURCE, "citedText": None}]),
+    ("not objects", ["a", 1, None]),
+    ("not a list", {"source": _URL_SOURCE}),
+    ("null (left out)", None),
+]
+"""`readUIMessageStream` copies any non-null `citations` onto the part without looking inside (the
+transport's SSE parser checks them against `citationSchema` first, so these are reducer-only cases)."""
+
 CASES: list[tuple[str, list[Chunk], dict[str, Any] | None]] = [
     ("plain text", [START, STEP, *text("t1", "Hello", " world"), END_STEP, FINISH], None),
     ("text without message id", [{"type": "start"}, STEP, *text("t1", "Hi"), END_STEP, FINISH], None),

@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
-from stepline.errors import MessageConversionError
+from stepline.errors import InvalidUIMessageError, MessageConversionError
+from stepline.protocol.convert_json import convert_ui_messages_json
 from stepline.protocol.parts import UIMessage
+from stepline.protocol.request import validate_ui_messages
 from stepline.protocol.to_model_messages import convert_to_model_messages
 from tests.support.sdk_oracle import SdkError, SdkOracle
 
@@ -475,3 +477,57 @@ def test_invalid_reasoning_file_url_raises_like_sdk(sdk: SdkOracle) -> None:
 
 def test_case_count() -> None:
     assert len(CASES) >= 24
+
+
+# --- JSON in, as the SDK takes it: convert_ui_messages_json (what `stepline protocol convert` runs) ----
+
+STATELESS = {"type": "tool-weather", "toolCallId": "call-9", "input": IN}
+JSON_CASES: list[Any] = [
+    pytest.param(
+        [ASK, assistant(text("checking"), STATELESS, tool("output-available", input=IN, output={"t": 1}))],
+        {"ignoreIncompleteToolCalls": True},
+        id="a tool part without state, under ignoreIncompleteToolCalls",
+    ),
+    pytest.param(
+        [ASK, assistant(STATELESS), user(text("never mind")), assistant(text("ok"))],
+        {"ignoreIncompleteToolCalls": True},
+        id="a tool part without state before the last user message",
+    ),
+    pytest.param([ASK, assistant(tool("output-denied", input=IN))], {}, id="output-denied without an approval"),
+    pytest.param(
+        [ASK, assistant(tool("output-denied", input=IN), text("so I did not"))],
+        {"ignoreIncompleteToolCalls": True},
+        id="output-denied without an approval, under ignoreIncompleteToolCalls",
+    ),
+    pytest.param(
+        [ASK, assistant(tool("output-denied", input=IN, approval=DENIED))], {}, id="output-denied with its approval"
+    ),
+]
+
+
+@pytest.mark.parametrize(("messages", "options"), JSON_CASES)
+def test_json_input_the_sdk_converts_is_converted_the_same(sdk: SdkOracle, messages: list[Json], options: Json) -> None:
+    expected = sdk.call("convert", messages=messages, options=options)
+    ignore = options.get("ignoreIncompleteToolCalls", False)
+    converted = convert_ui_messages_json(messages, ignore_incomplete_tool_calls=ignore)
+    assert [message.to_wire() for message in converted] == expected
+
+
+@pytest.mark.parametrize("role", ["tool", "developer", "User"])
+def test_an_unknown_role_is_unsupported_role_like_the_sdk(sdk: SdkOracle, role: str) -> None:
+    messages = [ASK, {"id": "x", "role": role, "parts": [text("hi")]}]
+    with pytest.raises(SdkError) as sdk_error:
+        sdk.call("convert", messages=messages, options={})
+    assert sdk_error.value.name == "AI_MessageConversionError"
+    with pytest.raises(MessageConversionError) as error:
+        convert_ui_messages_json(messages)
+    assert str(error.value) == sdk_error.value.detail["message"] == f"Unsupported role: {role}"
+
+
+def test_validation_still_wants_the_approval_of_output_denied(sdk: SdkOracle) -> None:
+    """What `validateUIMessages` refuses stays refused there; only the conversion takes it."""
+    messages = [ASK, assistant(tool("output-denied", input=IN))]
+    with pytest.raises(SdkError):
+        sdk.call("validate", messages=messages)
+    with pytest.raises(InvalidUIMessageError, match=r"messages\[1\]\.parts\[0\]\.approval"):
+        validate_ui_messages(messages)

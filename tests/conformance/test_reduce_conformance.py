@@ -9,7 +9,7 @@ import pytest
 from stepline.errors import UIMessageStreamError
 from stepline.protocol.chunks import parse_chunk
 from stepline.protocol.reducer import read_ui_message_stream
-from tests.conformance.reduce_cases import CASES
+from tests.conformance.reduce_cases import CASES, LOOSE_CITATIONS, START
 from tests.support.sdk_oracle import SdkOracle
 
 
@@ -42,6 +42,15 @@ def test_there_are_at_least_forty_cases() -> None:
 def test_reducer_matches_sdk(sdk: SdkOracle, chunks: list[dict[str, Any]], message: dict[str, Any] | None) -> None:
     expected = sdk.call("reduce", chunks=chunks, message=message)
     assert reduce_with_stepline(chunks, message) == expected
+
+
+@pytest.mark.parametrize("citations", [c for _, c in LOOSE_CITATIONS], ids=[n for n, _ in LOOSE_CITATIONS])
+def test_text_end_citations_are_passed_through_as_the_sdk_does(sdk: SdkOracle, citations: Any) -> None:
+    text_end: dict[str, Any] = {"type": "text-end", "id": "t", "citations": citations}
+    chunks = [START, {"type": "text-start", "id": "t"}, {"type": "text-delta", "id": "t", "delta": "q"}, text_end]
+    expected = sdk.call("reduce", chunks=chunks, message=None)
+    assert reduce_with_stepline(chunks, None) == expected
+    assert expected["errors"] == []
 
 
 def test_every_chunk_type_is_covered() -> None:

@@ -14,6 +14,7 @@ from stepline.store.errors import (
     Conflict,
     DecisionConflict,
     Gone,
+    InvalidCursor,
     NotFound,
     TerminalState,
 )
@@ -146,6 +147,28 @@ def test_next_turn_appends_in_order_and_conversations_list_newest_first(backend:
     page = store.list_messages(USER, "c1", limit=3)
     assert len(page.items) == 3 and page.cursor is not None
     assert [m.seq for m in store.list_messages(USER, "c1", after_seq=int(page.items[-1].seq)).items] == [4]
+
+
+def test_conversation_cursors_page_through_and_a_forged_one_is_invalid_cursor(backend: Backend) -> None:
+    """A cursor comes back from a client: only one the store gave out, to this user, is taken (else 400, not 500)."""
+    store, _ = backend
+    for index in range(3):
+        start(store, conversation=f"c{index}", run=f"r{index}", now=1_000 + index)
+    first = store.list_conversations(USER, limit=2)
+    assert first.cursor is not None
+    rest = store.list_conversations(USER, limit=2, cursor=first.cursor)
+    assert [c.conversation_id for c in [*first.items, *rest.items]] == ["c2", "c1", "c0"] and rest.cursor is None
+    start(store, conversation="theirs", run="r-theirs", user=OTHER)
+    theirs = store.list_conversations(OTHER, limit=1)
+    mine = store.list_conversations(USER, limit=1).cursor
+    forged = ["%%%", "bm9wZQ==", "e30=", "x" * 5000, "-1", "1e3", "١"]
+    if theirs.cursor is not None:
+        forged.append(theirs.cursor)  # another user's cursor (a backend whose cursor names the user refuses it)
+    for cursor in forged:
+        if cursor == mine:
+            continue
+        with pytest.raises(InvalidCursor):
+            store.list_conversations(USER, limit=1, cursor=cursor)
 
 
 def test_another_user_sees_nothing(backend: Backend) -> None:
@@ -497,6 +520,28 @@ def test_client_outputs_answer_pending_tool_calls_once(backend: Backend) -> None
     )  # same answer: idempotent
     with pytest.raises(Conflict):
         store.answer_tool_call(USER, "r1", "q1", output={"city": "Rome"}, now=5)
+
+
+def assistant_status(store: Store) -> str:
+    return next(m.status for m in store.list_messages(USER, "c1").items if m.role == "assistant")
+
+
+@pytest.mark.parametrize("wait", ["waiting_user", "waiting_approval"])
+def test_the_message_waits_with_its_run_and_streams_again_when_it_runs(backend: Backend, wait: str) -> None:
+    """One vocabulary (`LIVE_MESSAGE_STATUS`): a waiting run's message is `waiting`, whichever the wait."""
+    store, _ = backend
+    start(store)
+    assert assistant_status(store) == "streaming"
+    if wait == "waiting_approval":
+        request_one_approval(store)
+    else:
+        step = StepRecordRow(user_id=USER, run_id="r1", step_index=0, started_at=1)
+        store.save_step(
+            USER, "r1", step=step, tool_calls=[], snapshot=snapshot(), checkpoint_state={}, now=2, run_status=wait
+        )
+    assert (store.get_conversation(USER, "c1").status, assistant_status(store)) == (wait, "waiting")
+    store.mark_running(USER, "r1", now=3)
+    assert (store.get_conversation(USER, "c1").status, assistant_status(store)) == ("running", "streaming")
 
 
 def test_an_initial_checkpoint_needs_no_step(backend: Backend) -> None:

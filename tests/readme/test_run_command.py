@@ -1,6 +1,9 @@
 """The README's first command, verbatim, in a fresh copy of the repository with a fresh virtual
 environment: it installs Stepline, brings the local runtime up (the health check answers, a chat
-round-trip works with the scripted demo), and stops cleanly on Ctrl-C."""
+round-trip works with the scripted demo), and stops cleanly on Ctrl-C.
+
+It serves on a free port (`--port`, appended to the command), not on the README's 8000: a newcomer
+runs the README's run command and then its test command, so 8000 is usually taken by then."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -18,7 +22,6 @@ import httpx
 from stepline.protocol.sse import decode_ui_message_stream
 
 REPO = Path(__file__).resolve().parents[2]
-URL = "http://127.0.0.1:8000"
 INSTALL_AND_START_SECONDS = 600
 
 
@@ -43,30 +46,32 @@ def fresh_copy(target: Path) -> None:
             shutil.copy2(source, target / name)
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def test_the_readme_command_runs_stepline_locally(tmp_path: Path) -> None:
     command = readme_run_command()
-    assert "stepline dev" in command
-    with httpx.Client() as probe:
-        try:
-            probe.get(URL + "/api/health", timeout=1)
-            raise AssertionError("something already listens on 127.0.0.1:8000; stop it to run this test")
-        except httpx.TransportError:
-            pass
+    assert command.endswith("stepline dev"), "the test appends --port to the README's command"
+    port = free_port()
+    command += f" --port {port}"
     checkout = tmp_path / "stepline"
     fresh_copy(checkout)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("STEPLINE_", "VIRTUAL_ENV", "AWS_"))}
     env.pop("PYTHONPATH", None)
     with (tmp_path / "run.log").open("w+") as log:
-        run_and_check(command, checkout, env, log)
+        run_and_check(command, checkout, env, log, url=f"http://127.0.0.1:{port}")
 
 
-def run_and_check(command: str, checkout: Path, env: dict[str, str], log: TextIO) -> None:
+def run_and_check(command: str, checkout: Path, env: dict[str, str], log: TextIO, *, url: str) -> None:
     process = subprocess.Popen(
         ["bash", "-c", command], cwd=checkout, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )
     try:
         deadline = time.monotonic() + INSTALL_AND_START_SECONDS
-        with httpx.Client(base_url=URL, timeout=30) as client:
+        with httpx.Client(base_url=url, timeout=30) as client:
             while True:
                 assert process.poll() is None, f"the command exited: {_tail(log)}"
                 assert time.monotonic() < deadline, f"not up after {INSTALL_AND_START_SECONDS} s: {_tail(log)}"
@@ -94,7 +99,7 @@ def run_and_check(command: str, checkout: Path, env: dict[str, str], log: TextIO
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
     output = _tail(log, 10_000)
-    assert "Stepline is running at http://127.0.0.1:8000" in output
+    assert f"Stepline is running at {url}" in output
     assert "scripted demo" in output and "STEPLINE_MODEL" in output
 
 

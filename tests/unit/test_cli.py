@@ -123,6 +123,22 @@ def test_convert_reports_the_path_of_an_invalid_message(
     assert "messages[0].parts[0].text" in capsys.readouterr().err
 
 
+def test_convert_says_unsupported_role_and_takes_what_the_sdk_converts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ask = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
+    tool_message = {"id": "t1", "role": "tool", "parts": []}
+    assert run(["protocol", "convert"], json.dumps([ask, tool_message]), monkeypatch)[0] == 2
+    assert "Unsupported role: tool" in capsys.readouterr().err
+    stateless = {"type": "tool-w", "toolCallId": "c1", "input": {}}
+    denied = {"type": "tool-w", "toolCallId": "c2", "state": "output-denied", "input": {}}
+    answer = {"id": "a1", "role": "assistant", "parts": [stateless, denied]}
+    status, out = run(["protocol", "convert", "--ignore-incomplete-tool-calls"], json.dumps([ask, answer]), monkeypatch)
+    assert status == 0
+    assert [m["role"] for m in json.loads(out)] == ["user", "assistant", "tool"]
+    assert json.loads(out)[2]["content"][0]["output"] == {"type": "error-text", "value": "Tool call execution denied."}
+
+
 def test_convert_reports_a_relative_file_url(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -14,11 +14,12 @@ from fastapi import FastAPI
 
 from ..runtime.services import Services
 from . import agents, resources, streams
+from .bodies import BodyLimit
 from .cors import install_cors
 from .deps import ApiOptions
 from .errors import install_error_handlers
 from .identity import Identity
-from .schemas import ChatRequestBody
+from .schemas import ChatRequestBody, ErrorBody
 
 __all__ = ["ApiOptions", "create_app"]
 
@@ -32,31 +33,53 @@ def create_app(services: Services, identity: Identity, options: ApiOptions = Api
         openapi_url="/api/openapi.json",
         docs_url="/api/docs",
         redoc_url=None,
-        max_body_size=options.max_body_bytes,
     )
     app.state.services = services
     app.state.identity = identity
     app.state.options = options
     install_error_handlers(app)
-    install_cors(app, options.cors_origins)
+    app.add_middleware(BodyLimit, max_bytes=options.max_body_bytes)
+    install_cors(app, options.cors_origins)  # outside the limit: a 413 has the CORS headers too
     app.include_router(streams.router)
     app.include_router(resources.router)
     app.include_router(agents.router)
-    _document_chat_body(app)
+    _document(app)
     return app
 
 
-def _document_chat_body(app: FastAPI) -> None:
-    """`POST /api/chat` reads its body itself (the SDK's validation); the schema is documented here."""
+def _document(app: FastAPI) -> None:
+    """The OpenAPI document as the app answers: the chat body, and the errors' real status and shape.
+
+    `POST /api/chat` reads its body itself (the SDK's validation), so its schema is added here.
+    FastAPI documents a 422 with its own error shape for every route with parameters; the app
+    answers a malformed request with a 400 `ErrorBody` (`stepline.api.errors`), and any other
+    refusal (401, 404, 409, 410, 413) with the same shape.
+    """
     original = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = original()
-            schema.setdefault("components", {}).setdefault("schemas", {})["ChatRequestBody"] = (
-                ChatRequestBody.model_json_schema(ref_template="#/components/schemas/{model}")
-            )
+            schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+            schemas["ChatRequestBody"] = ChatRequestBody.model_json_schema(ref_template=_REF)
+            schemas["ErrorBody"] = ErrorBody.model_json_schema(ref_template=_REF)
+            for name in ("HTTPValidationError", "ValidationError"):
+                schemas.pop(name, None)
+            for path, operations in schema.get("paths", {}).items():
+                for operation in operations.values():
+                    _document_errors(operation["responses"], public=path == "/api/health")
             app.openapi_schema = schema
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+_REF = "#/components/schemas/{model}"
+
+
+def _document_errors(responses: dict[str, Any], *, public: bool) -> None:
+    responses.pop("422", None)
+    error = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+    if not public:
+        responses["400"] = {"description": "A malformed request: the message names the field", "content": error}
+        responses["4XX"] = {"description": "Refused (401, 404, 409, 410, 413): the message says why", "content": error}

@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException
 from ..errors import InvalidUIMessageError
 from ..store.errors import Conflict, Gone, NotFound
 
-__all__ = ["ApiError", "error_body", "install_error_handlers"]
+__all__ = ["ApiError", "error_body", "error_response", "install_error_handlers"]
 
 
 class ApiError(Exception):
@@ -35,8 +35,12 @@ def error_body(status: int, message: str) -> dict[str, object]:
     return {"error": {"status": status, "message": message}}
 
 
-def _answer(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+def error_response(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    """An error answer (also for the middleware that refuses a request before the app sees it)."""
     return JSONResponse(error_body(status, message), status_code=status, headers=headers)
+
+
+_answer = error_response
 
 
 def _by_status(status: int) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
@@ -73,4 +77,4 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Conflict, _by_status(409))  # DecisionConflict, ActiveRunExists, TerminalState
     app.add_exception_handler(InvalidUIMessageError, _by_status(400))
     app.add_exception_handler(RequestValidationError, _invalid)
-    app.add_exception_handler(HTTPException, _http_error)  # 401 from identity, 413 from the body limit
+    app.add_exception_handler(HTTPException, _http_error)  # 401 from identity, 400/413 from `bodies`

@@ -9,8 +9,9 @@ from fastapi.responses import RedirectResponse
 
 from ..runtime.worker import abort_run, decide
 from ..store.artifacts import artifact_link
-from ..store.errors import NotFound
+from ..store.errors import InvalidCursor, NotFound
 from ..store.workspace import workspace_prefix
+from .bodies import CheckedRoute
 from .deps import Options, ServicesDep, User
 from .errors import ApiError
 from .schemas import (
@@ -28,7 +29,7 @@ from .schemas import (
 
 __all__ = ["router"]
 
-router = APIRouter()
+router = APIRouter(route_class=CheckedRoute)
 
 
 @router.get("/api/health", tags=["meta"])
@@ -53,9 +54,16 @@ def abort(run_id: Id, user_id: User, services: ServicesDep) -> AbortResult:
 
 @router.get("/api/conversations", tags=["conversations"])
 def conversations(
-    user_id: User, services: ServicesDep, limit: Annotated[int, Query(ge=1, le=100)] = 20, cursor: str | None = None
+    user_id: User,
+    services: ServicesDep,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[str | None, Query(max_length=2048, description="`nextCursor` of the page before")] = None,
 ) -> ConversationList:
-    page = services.store.list_conversations(user_id, limit=limit, cursor=cursor)
+    """The user's conversations, most recently updated first; a cursor that is not one given out is a 400."""
+    try:
+        page = services.store.list_conversations(user_id, limit=limit, cursor=cursor)
+    except InvalidCursor as error:
+        raise ApiError(400, f"cursor: {error} (pass nextCursor back as it came)") from None
     return ConversationList(conversations=[conversation_summary(c) for c in page.items], next_cursor=page.cursor)
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "ConversationDetail",
     "ConversationList",
     "ConversationSummary",
+    "ErrorBody",
     "Health",
     "Id",
     "approval_view",
@@ -42,6 +43,19 @@ class ChatRequestBody(_Body):
     messages: list[dict[str, Any]] = Field(description="The client's UIMessages; only the last one is used")
     trigger: Literal["submit-message", "regenerate-message"]
     message_id: str | None = Field(default=None, description="The message to continue, edit or regenerate")
+
+
+class ErrorDetail(_Body):
+    """What was wrong: `messages[0].parts[1].text: required field is missing`."""
+
+    status: int
+    message: str
+
+
+class ErrorBody(_Body):
+    """Every error answer (`stepline.api.errors.error_body`)."""
+
+    error: ErrorDetail
 
 
 class Health(_Body):

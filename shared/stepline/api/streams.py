@@ -10,12 +10,12 @@ from anyio import to_thread
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
-from ..protocol._json import loads_strict
 from ..protocol.request import parse_chat_request
 from ..protocol.sse import UI_MESSAGE_STREAM_HEADERS, with_keep_alive
 from ..runtime.services import Services
 from ..store.errors import NotFound
 from ..store.replay import EventPosition, parse_event_id
+from .bodies import CheckedRoute, read_json
 from .deps import ApiOptions, Options, ServicesDep, User
 from .errors import ApiError
 from .identity import request_claims
@@ -27,7 +27,7 @@ from .turns import Caller, ChatStream, latest_run_id, open_chat
 __all__ = ["router"]
 
 _LOG = logging.getLogger("stepline.api")
-router = APIRouter()
+router = APIRouter(route_class=CheckedRoute)
 _TEXT = "text/plain; charset=utf-8"
 
 
@@ -83,17 +83,21 @@ async def _guarded(frames: AsyncIterator[str]) -> AsyncIterator[str]:
 )
 async def chat(request: Request, user_id: User, services: ServicesDep, options: Options) -> StreamingResponse:
     """Send a message, or continue a waiting run with approval responses or tool outputs (`useChat`)."""
-    try:
-        payload = loads_strict(await request.body())
-    except ValueError as error:
-        raise ApiError(400, f"body is not JSON: {error}") from None
-    parsed = parse_chat_request(payload)
+    parsed = parse_chat_request(await read_json(request))
     caller = Caller(claims=request_claims(request.app.state.identity, request, user_id), body=dict(parsed.extra_body))
     opened = await to_thread.run_sync(lambda: open_chat(services, user_id, parsed, caller))
     return _stream_chat(services, options, user_id, opened, stop_at_input=True)
 
 
-@router.get("/api/chat/{chat_id}/stream", tags=["chat"], response_class=StreamingResponse)
+@router.get(
+    "/api/chat/{chat_id}/stream",
+    tags=["chat"],
+    response_class=StreamingResponse,
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "The active run's UI Message Stream"},
+        204: {"description": "Nothing to resume"},
+    },
+)
 async def resume(
     chat_id: Id,
     user_id: User,

@@ -87,12 +87,14 @@ def open_chat(services: Services, user_id: str, request: ChatRequest, caller: Ca
     except ValueError as error:
         raise ApiError(400, f"id: {error}") from None
     caller = caller or Caller(body=dict(request.extra_body))
-    plan = plan_turn(request)
     try:
+        if request.trigger == "regenerate-message":
+            current = _current_messages(services, user_id, conversation_id)
+            plan = plan_turn(request, known_message_ids={m.message_id for m in current})
+            return _regenerate(services, user_id, conversation_id, plan.history, current, caller)
+        plan = plan_turn(request)
         if plan.kind == "continuation":
             return _continue(services, user_id, conversation_id, request.messages[-1])
-        if plan.kind == "regenerate":
-            return _regenerate(services, user_id, conversation_id, plan.history, caller)
         return _new_reply(services, user_id, conversation_id, request.messages[-1], caller)
     except UnknownAgentError as error:
         raise ApiError(400, str(error)) from None
@@ -167,21 +169,31 @@ def latest_run_id(messages: list[MessageRecord]) -> str | None:
     )
 
 
+def _current_messages(services: Services, user_id: str, conversation_id: str) -> list[MessageRecord]:
+    """The chat's stored messages that are still in its history (none for a chat that does not exist)."""
+    try:
+        stored = services.store.list_messages(user_id, conversation_id, limit=10_000).items
+    except NotFound:
+        return []
+    return [m for m in stored if m.superseded_by is None]
+
+
 def _regenerate(
-    services: Services, user_id: str, conversation_id: str, history: list[UIMessage], caller: Caller
+    services: Services,
+    user_id: str,
+    conversation_id: str,
+    history: list[UIMessage],
+    current: list[MessageRecord],
+    caller: Caller,
 ) -> ChatStream:
     """A new answer to the chat's history up to its last user message; the answers after it are superseded.
 
     The client has already dropped the answer it regenerates (`regenerate()` sends the history
     without it); the stored conversation keeps it, marked superseded, out of every later history.
+    A `messageId` must name a message of the posted list or of the stored chat (`plan_turn`).
     """
     if not history or history[-1].role != "user":
         raise ApiError(400, "messages: a regeneration answers a user message; the list must end with one")
-    try:
-        stored = services.store.list_messages(user_id, conversation_id, limit=10_000).items
-    except NotFound:
-        stored = []
-    current = [m for m in stored if m.superseded_by is None]
     asked = next((m for m in current if m.message_id == history[-1].id), None)
     if asked is None:
         raise ApiError(404, f"messages: message {history[-1].id} is not in this chat")

@@ -12,7 +12,6 @@ gap or a duplicate. `ClientRequestToken` is not used (moto ignores it, and condi
 
 from __future__ import annotations
 
-import base64
 import random
 import time
 from collections.abc import Callable
@@ -38,6 +37,7 @@ from ..store.redacting_unit import RedactingUnit
 from ..store.redaction import ReasoningPolicy, Redactor
 from ..store.transactional import TransactionalStore
 from ..store.unit import Record
+from .cursors import decode_cursor, encode_cursor
 
 __all__ = ["DynamoStore"]
 
@@ -404,13 +404,13 @@ class DynamoStore(TransactionalStore):
     def list_conversations(
         self, user_id: str, *, limit: int = 20, cursor: str | None = None
     ) -> Page[ConversationRecord]:
-        start = loads_strict(base64.urlsafe_b64decode(cursor)) if cursor else None
-        page = self._index("GSI1", "gsi1pk", f"U#{user_id}#CONVS", forward=False, limit=limit, start=start)
+        index_pk = f"U#{user_id}#CONVS"
+        start = decode_cursor(cursor, index_pk=index_pk, user_id=user_id) if cursor else None
+        page = self._index("GSI1", "gsi1pk", index_pk, forward=False, limit=limit, start=start)
         items = page.get("Items", [])
         unit = _DynamoUnit(self)
         records = [unit.remember(self.agent_table, item) for item in items]
-        last = page.get("LastEvaluatedKey")
-        return Page(records, base64.urlsafe_b64encode(dumps(last).encode()).decode() if last else None)
+        return Page(records, encode_cursor(page.get("LastEvaluatedKey")))
 
     def list_messages(
         self, user_id: str, conversation_id: str, *, after_seq: int = 0, limit: int = 100

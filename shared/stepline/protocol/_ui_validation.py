@@ -91,6 +91,7 @@ _IDENTIFIER: Final = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 class _Options:
     allow_system: bool
     keep_extensions: bool
+    for_conversion: bool = False
 
 
 def _as_dict(value: object) -> dict[str, object] | None:
@@ -114,6 +115,7 @@ def validate_ui_messages(
     data_schemas: Mapping[str, Schema] | None = None,
     metadata_schema: Schema | None = None,
     root: str = "messages",
+    for_conversion: bool = False,
 ) -> list[UIMessage]:
     """Validate plain JSON into `UIMessage` models, accepting and rejecting exactly what the SDK does.
 
@@ -127,6 +129,8 @@ def validate_ui_messages(
             schema is rejected (as in the SDK) and `data` is replaced by the validated JSON.
         metadata_schema: Schema for every message's `metadata`.
         root: The path prefix of the list in error paths.
+        for_conversion: Accept what the SDK's `convertToModelMessages` converts though its
+            `validateUIMessages` rejects it: an `output-denied` part without `approval`.
 
     Raises:
         InvalidUIMessageError: With one `(path, reason)` pair per problem (at most `MAX_ISSUES`).
@@ -137,7 +141,7 @@ def validate_ui_messages(
         raise InvalidUIMessageError([(root, reason)])
     if not items:
         raise InvalidUIMessageError([(root, "must not be empty")])
-    options = _Options(allow_system=allow_system, keep_extensions=keep_extensions)
+    options = _Options(allow_system=allow_system, keep_extensions=keep_extensions, for_conversion=for_conversion)
     messages: list[UIMessage] = []
     for index, item in enumerate(items):
         message, issues = _validate_message(item, f"{root}[{index}]", options)
@@ -255,6 +259,8 @@ def _prepare_tool(part: dict[str, object], path: str, options: _Options) -> tupl
         if name in part
     ]
     for name in rule.required:
+        if name == "approval" and state == "output-denied" and options.for_conversion:
+            continue
         if name not in part or (name in ("approval", "errorText") and part[name] is None):
             issues.append((f"{path}.{name}", f'required field is missing (state "{state}")'))
     if state == "input-streaming" and "rawInput" in part and not isinstance(part["rawInput"], str):

@@ -145,9 +145,15 @@ class TextDeltaChunk(_Chunk):
 
 
 class TextEndChunk(_Chunk):
+    """Closes a text part.
+
+    `citations` is passed through as it came, as the SDK's reducer does (`processUIMessageStream`
+    copies any non-null value onto the part); Stepline's own streams write `Citation`s.
+    """
+
     type: Literal["text-end"] = "text-end"
     id: str
-    citations: list[Citation] | None = None
+    citations: JsonValue = None
     provider_metadata: ProviderMetadata | None = None
 
 

@@ -206,7 +206,9 @@ class _ToolPartBase(_Part):
                 alias = "errorText" if name == "error_text" else name
                 raise ValueError(f'a tool part in state "{self.state}" must not have "{alias}"')
         approval = self.approval
-        if self.state in ("approval-requested", "approval-responded", "output-denied") and approval is None:
+        # `output-denied` without an approval is a validation error (`validate_ui_messages`, as the
+        # SDK's validateUIMessages), but the SDK's convertToModelMessages converts it: the model allows it.
+        if self.state in ("approval-requested", "approval-responded") and approval is None:
             raise ValueError(f'a tool part in state "{self.state}" needs "approval"')
         if approval is not None:
             self._check_approval(approval)

@@ -348,7 +348,7 @@ class UIMessageReducer:
                 part = lazy.part
                 part["state"] = "done"
                 if isinstance(chunk, TextEndChunk) and chunk.citations is not None:
-                    part["citations"] = [citation.to_wire() for citation in chunk.citations]
+                    part["citations"] = copy.deepcopy(chunk.citations)
                 if chunk.provider_metadata is not None:
                     part["providerMetadata"] = chunk.provider_metadata
                 del (self._active_text if isinstance(chunk, TextEndChunk) else self._active_reasoning)[chunk.id]

@@ -4,7 +4,8 @@ The body is what `HttpChatTransport.sendMessages` (`packages/ai/src/ui/http-chat
 `ai@7.0.173`) sends: `{...transport.body, ...call.body, id, messages, trigger, messageId}`. The four
 SDK keys win over the extras; `messageId` is left out when the client has none. Messages are
 validated with `validate_ui_messages` (the SDK's `validateUIMessages`, plus Stepline's rule that a
-client may not send a system message). Spec 004 calls the parse/print pair the "transport codec"
+client may not send a system message), then with Stepline's rules for what it stores (`_request_rules`:
+id shapes, object metadata, safe file URLs). Spec 004 calls the parse/print pair the "transport codec"
 (`chatRequestFromMap` / `chatRequestToMap` / `messageToMap`); a failure is an
 `InvalidUIMessageError`, which the HTTP layer turns into 400.
 
@@ -24,6 +25,7 @@ from typing import Any, Final, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from ..errors import InvalidUIMessageError
+from ._request_rules import id_problem, request_issues
 from ._ui_validation import Issue, Schema, validate_ui_messages
 from .parts import UIMessage
 
@@ -102,6 +104,7 @@ def parse_chat_request(
         )
     except InvalidUIMessageError as error:
         issues.extend(error.issues)
+    issues.extend(request_issues(messages))
     if issues or chat_id is None or trigger is None:
         raise InvalidUIMessageError(issues)
     extra: dict[str, JsonValue] = {key: value for key, value in body.items() if key not in _SDK_KEYS}
@@ -125,6 +128,8 @@ def _sdk_fields(body: Mapping[str, object]) -> tuple[str | None, Trigger | None,
     if not isinstance(chat_id, str):
         issues.append(("id", "required field is missing" if "id" not in body else "must be a string"))
         chat_id = None
+    elif (problem := id_problem(chat_id)) is not None:
+        issues.append(("id", problem))
     trigger: Trigger | None = None
     match body.get("trigger"):
         case "submit-message":
@@ -138,6 +143,8 @@ def _sdk_fields(body: Mapping[str, object]) -> tuple[str | None, Trigger | None,
     if message_id is not None and not isinstance(message_id, str):
         issues.append(("messageId", "must be a string"))
         message_id = None
+    elif message_id is not None and (problem := id_problem(message_id)) is not None:
+        issues.append(("messageId", problem))
     return chat_id, trigger, message_id, issues
 
 

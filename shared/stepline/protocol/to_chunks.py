@@ -200,7 +200,7 @@ def to_ui_message_chunk(  # noqa: C901 - one exhaustive match, the mapping table
         case TextDelta(id=id_, text=text, provider_metadata=pm):
             return TextDeltaChunk(id=id_, delta=text, **_metadata(pm))
         case TextEnd(id=id_, citations=citations, provider_metadata=pm):
-            extra: dict[str, Any] = {} if citations is None else {"citations": list(citations)}
+            extra: dict[str, Any] = {} if citations is None else {"citations": [c.to_wire() for c in citations]}
             return TextEndChunk(id=id_, **extra, **_metadata(pm))
         case ReasoningStart(id=id_, provider_metadata=pm):
             return ReasoningStartChunk(id=id_, **_metadata(pm)) if opts.send_reasoning else None

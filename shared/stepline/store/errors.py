@@ -7,6 +7,7 @@ StoreError
 │   ├── DecisionConflict   a different decision for an approval already decided
 │   └── TerminalState      the item reached a terminal state and cannot move
 ├── Gone                   the approval expired
+├── InvalidCursor          a listing cursor this store did not give out (for this user)
 └── ConcurrentUpdate       another writer won a compare-and-set; re-read and retry
 """
 
@@ -20,6 +21,7 @@ __all__ = [
     "Conflict",
     "DecisionConflict",
     "Gone",
+    "InvalidCursor",
     "NotFound",
     "StoreError",
     "TerminalState",
@@ -56,6 +58,10 @@ class TerminalState(Conflict):
 
 class Gone(StoreError):
     """The approval expired."""
+
+
+class InvalidCursor(StoreError, ValueError):
+    """A `cursor` that is not one the store gave out for this user's listing (a client's mistake: 400)."""
 
 
 class ConcurrentUpdate(StoreError):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from . import operations as ops
-from .errors import Conflict, NotFound
+from .errors import Conflict, InvalidCursor, NotFound
 from .ports import Page
 from .records import (
     ApprovalRecord,
@@ -146,6 +146,8 @@ class MemoryStore(TransactionalStore):
         self, user_id: str, *, limit: int = 20, cursor: str | None = None
     ) -> Page[ConversationRecord]:
         mine = sorted(self._read(("conv", user_id)), key=lambda c: (c.updated_at, c.conversation_id), reverse=True)
+        if cursor and not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 9):
+            raise InvalidCursor("not a cursor this API gave out")
         start = int(cursor) if cursor else 0
         more = start + limit < len(mine)
         return Page(mine[start : start + limit], str(start + limit) if more else None)

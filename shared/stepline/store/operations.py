@@ -15,6 +15,7 @@ from pydantic import BaseModel, JsonValue
 from .errors import ActiveRunExists, ConcurrentUpdate, Conflict, DecisionConflict, Gone, NotFound, TerminalState
 from .ports import ClaimResult, DecisionResult, FinishRun, SnapshotUpdate, TurnStart, TurnStarted
 from .records import (
+    LIVE_MESSAGE_STATUS,
     TERMINAL,
     TRANSITIONS,
     ApprovalRecord,
@@ -194,6 +195,9 @@ def mark_running(unit: Unit, user_id: str, run_id: str, *, now: int) -> RunRecor
     conversation = _conversation(unit, user_id, run.conversation_id)
     if conversation.status != "running":
         unit.put(_update(conversation, status="running", updated_at=now))
+    message = _assistant(unit, run)
+    if message.status == "waiting":
+        unit.put(_update(message, status=LIVE_MESSAGE_STATUS["running"]))
     return run
 
 
@@ -286,7 +290,7 @@ def save_step(
         raise Conflict(f"step {step.step_index} of run {run_id} is already saved")
     unit.put(step, new=True)
     _upsert_tool_calls(unit, user_id, run_id, tool_calls)
-    _snapshot(unit, run, snapshot, now=now)
+    _snapshot(unit, run, snapshot, status=LIVE_MESSAGE_STATUS.get(run_status or ""), now=now)
     checkpoint = _checkpoint(unit, run, checkpoint_state, step.step_index, reason, now)
     changes: dict[str, Any] = {
         "checkpoint_seq": checkpoint.seq,
@@ -414,7 +418,7 @@ def request_approval(
             raise Conflict(f"approval {approval.approval_id} already exists")
         if unit.approval_for_tool_call(user_id, run_id, approval.tool_call_id) is not None:
             raise Conflict(f"tool call {approval.tool_call_id} already has an approval")
-    _snapshot(unit, run, snapshot, status="waiting", now=now)
+    _snapshot(unit, run, snapshot, status=LIVE_MESSAGE_STATUS["waiting_approval"], now=now)
     _upsert_tool_calls(unit, user_id, run_id, tool_calls)
     if event is not None:
         run = _append(unit, run, [event], now, retention)[0]

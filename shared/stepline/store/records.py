@@ -6,10 +6,11 @@ milliseconds. A status moves only along `TRANSITIONS`; a terminal status is neve
 
 from __future__ import annotations
 
-import re
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from ..protocol._request_rules import ID_PATTERN
 
 __all__ = [
     "TERMINAL",
@@ -19,6 +20,7 @@ __all__ = [
     "ApprovalStatus",
     "ArtifactRecord",
     "CheckpointReason",
+    "LIVE_MESSAGE_STATUS",
     "CheckpointRecord",
     "ConversationRecord",
     "ConversationStatus",
@@ -56,6 +58,19 @@ TERMINAL: Final[dict[str, frozenset[str]]] = {
 WAITING_RUN: Final[frozenset[str]] = frozenset({"waiting_approval", "waiting_user"})
 """A run's statuses while it waits for a person (an approval, an answer)."""
 
+LIVE_MESSAGE_STATUS: Final[dict[str, MessageStatus]] = {
+    "queued": "streaming",
+    "running": "streaming",
+    "waiting_approval": "waiting",
+    "waiting_user": "waiting",
+}
+"""The assistant message's status while its run lives, by the run's status: one vocabulary.
+
+The conversation says which wait (`waiting_approval`, `waiting_user`, as spec 000's conversations
+table does); the message says `waiting` for either (spec 000's messages table). A run that waits
+for an approval or for the user's answer moves its message to `waiting` in the same transaction,
+and back to `streaming` when it runs again; the run's end makes the message terminal."""
+
 TRANSITIONS: Final[dict[str, dict[str, frozenset[str]]]] = {
     "run": {
         "queued": frozenset({"running", "failed", "aborted"}),
@@ -78,7 +93,7 @@ TRANSITIONS: Final[dict[str, dict[str, frozenset[str]]]] = {
 }
 """Allowed moves; a status missing from a table's keys has no way out."""
 
-_ID = re.compile(r"^[A-Za-z0-9._:@+=-]{1,200}$")
+_ID = ID_PATTERN
 
 
 def check_id(value: str, what: str) -> str:

@@ -23,6 +23,7 @@ client resuming over SSE keeps its own reducer state and never needs this.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
@@ -274,7 +275,7 @@ class _Continuation:
         part = bound.part
         part["state"] = "done"
         if isinstance(chunk, TextEndChunk) and chunk.citations is not None:
-            part["citations"] = [citation.to_wire() for citation in chunk.citations]
+            part["citations"] = copy.deepcopy(chunk.citations)
         if chunk.provider_metadata is not None:
             part["providerMetadata"] = chunk.provider_metadata
         kind = "text" if isinstance(chunk, TextEndChunk) else "reasoning"

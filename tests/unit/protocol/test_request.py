@@ -546,3 +546,71 @@ def test_messages_after_replaces_or_appends() -> None:
     fresh = plan_turn(request("submit-message", user("u1")))
     new = UIMessage(id="a9", role="assistant", parts=[])
     assert [m.id for m in fresh.messages_after(new)] == ["u1", "a9"]
+
+
+# --- Stepline's rules for what it stores (beyond the SDK's validation) -----------------------
+
+
+def body_with(*messages: Json, **fields: Any) -> Json:
+    return {"id": "chat-1", "trigger": "submit-message", "messages": list(messages), **fields}
+
+
+UNSAFE = "http:, https: or data:"
+
+
+def file_part(url: str) -> Json:
+    return {"type": "file", "mediaType": "text/html", "url": url}
+
+
+@pytest.mark.parametrize(
+    ("body", "path", "reason"),
+    [
+        (body_with(user("")), "messages[0].id", "1-200 characters"),
+        (body_with(user("x" * 201)), "messages[0].id", "1-200 characters"),
+        (body_with(user("has#hash")), "messages[0].id", "1-200 characters"),
+        (body_with(user(), id=""), "id", "1-200 characters"),
+        (body_with(user(), messageId="a b"), "messageId", "1-200 characters"),
+        (body_with({**user(), "metadata": [1]}), "messages[0].metadata", "must be an object"),
+        (body_with({**user(), "metadata": "x"}), "messages[0].metadata", "must be an object"),
+        (body_with(user("u1", file_part("javascript:alert(1)"))), "messages[0].parts[0].url", UNSAFE),
+        (
+            body_with(user("u1", file_part(" JavaScript:alert(1)"))),
+            "messages[0].parts[0].url",
+            "http:, https: or data:",
+        ),
+        (
+            body_with(user("u1", file_part("java\tscript:alert(1)"))),
+            "messages[0].parts[0].url",
+            "http:, https: or data:",
+        ),
+        (body_with(user("u1", file_part("vbscript:x"))), "messages[0].parts[0].url", UNSAFE),
+        (body_with(user("u1", file_part("/relative/x.png"))), "messages[0].parts[0].url", "absolute URL"),
+        (
+            body_with(user("u1", {"type": "steering-message", "id": "s1", "parts": [file_part("javascript:1")]})),
+            "messages[0].parts[0].parts[0].url",
+            "http:, https: or data:",
+        ),
+        (
+            body_with(user(), assistant("a1", tool("input-available", input={}, toolCallId=""))),
+            "messages[1].parts[0].toolCallId",
+            "1-200 characters",
+        ),
+        (
+            body_with(user(), assistant("a1", tool("approval-requested", input={}, approval={"id": "appr 1"}))),
+            "messages[1].parts[0].approval.id",
+            "1-200 characters",
+        ),
+    ],
+)
+def test_what_the_store_could_not_keep_is_refused_naming_the_field(body: Json, path: str, reason: str) -> None:
+    with pytest.raises(InvalidUIMessageError) as error:
+        parse_chat_request(body)
+    assert any(p == path and reason in r for p, r in error.value.issues), error.value.issues
+
+
+@pytest.mark.parametrize(
+    "url", ["https://example.com/a.png", "http://localhost:8000/x", "data:image/png;base64,iVBORw0KGgo="]
+)
+def test_safe_file_urls_and_object_metadata_pass(url: str) -> None:
+    parsed = parse_chat_request(body_with({**user("u-1.x:y@z", file_part(url)), "metadata": {"k": 1}}))
+    assert parsed.messages[0].metadata == {"k": 1}
