@@ -93,7 +93,8 @@ class Harness:
 
     Attributes:
         agent: The agent (or agents) to run; a factory or a reference is called anew per process.
-        model: The model every agent runs with instead of its own (a mapping: per agent name).
+        model: The model every agent runs with instead of its own (a mapping: per agent name; an
+            agent it does not name keeps its own).
         user_id: The user the turns belong to.
         claims: The caller's identity claims (default `{"sub": user_id}`).
         store: The durable store (kept across turns and processes).
@@ -135,18 +136,13 @@ class Harness:
                 agents = AgentSet(dict(cast(Mapping[str, Agent], source)))
         if self.model is None:
             return agents
+        models: Mapping[str, LanguageModel] = (
+            self.model if isinstance(self.model, Mapping) else {name: self.model for name, _ in agents}
+        )
         return AgentSet(
-            {name: _with_model(agent, self._model_of(name)) for name, agent in agents},
+            {name: _with_model(agent, models[name]) if name in models else agent for name, agent in agents},
             agents.reference,
         )
-
-    def _model_of(self, name: str) -> LanguageModel:
-        if isinstance(self.model, Mapping):
-            models = self.model
-            if name not in models:
-                raise HarnessError(f"no model given for agent {name} (models for: {', '.join(models)})")
-            return models[name]
-        return cast(LanguageModel, self.model)
 
     def _handlers(self) -> dict[str, Handler]:
         return handlers(self.services)
