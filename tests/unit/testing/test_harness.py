@@ -241,3 +241,20 @@ def test_run_turn_async_from_a_coroutine() -> None:
         return result.text
 
     assert asyncio.run(main()) == "async ok"
+
+
+def test_a_redeploy_while_waiting_continues_with_the_new_definition_and_a_removed_tool_is_a_tool_error() -> None:
+    model = scripted_model([call("write_note", title="t", body="b"), text("The tool is gone; nothing saved.")])
+    harness = Harness(AGENT, model=model)
+    waiting = harness.turn("note")
+    started_with = waiting.run.agent_fingerprint
+    harness.agent = Agent(name="helper", instructions="v2", tools=[get_weather])  # redeployed without write_note
+    done = harness.resume(waiting.run_id, approve=True)
+    assert done.status == "completed" and written == []
+    assert done.run.agent_fingerprint == started_with  # the run records the definition it started with
+    (part,) = [p for p in done.parts if p["type"] == "tool-write_note"]
+    assert part["state"] == "output-error" and "write_note" in part["errorText"], part
+    assert done.tool("write_note").status == "error"
+    (result,) = [m for m in model.calls[1].prompt if isinstance(m, ToolModelMessage)]
+    assert "AI_NoSuchToolError" in result.model_dump_json()  # the model reads why
+    assert system_text(model.calls[1].prompt) == "v2"  # the next step runs the new definition
