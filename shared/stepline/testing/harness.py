@@ -192,6 +192,11 @@ class Harness:
         """Decide or answer what a waiting run waits for, and run it on (days later, as it were)."""
         return self._drive(run_id, [], approve, answer, waiting=True)
 
+    def abort(self, run_id: str, *, reason: str = "user_cancelled") -> TurnResult:
+        """Stop a run on purpose, as `POST /api/runs/{runId}/abort` does (its `on_abort` fires once)."""
+        worker.abort_run(self.services(), self.user_id, run_id, reason=reason)
+        return self._result(run_id, ["AbortRun"])
+
     def _drive(
         self, run_id: str, invocations: list[str], approve: Approve, answer: Answer, *, waiting: bool = False
     ) -> TurnResult:

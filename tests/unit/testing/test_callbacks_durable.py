@@ -55,3 +55,26 @@ def test_run_callbacks_fire_once_step_callbacks_per_step_and_the_tool_hook_befor
         "on_end",  # FinalizeRun, once
     ]
     assert seen.count("process") >= len(result.invocations)  # every function rebuilt the agent
+
+
+@tool(approval="user-approval")
+def launch(target: str) -> str:
+    """Launch something (a person approves it)."""
+    raise AssertionError("an aborted run never runs its waiting tool")
+
+
+def test_an_aborted_waiting_run_fires_on_abort_once_and_never_on_end() -> None:
+    seen: list[str] = []
+    agent = Agent(
+        tools=[launch],
+        on_abort=lambda event: seen.append(f"abort:{event.reason}"),
+        on_end=lambda event: seen.append("end"),
+    )
+    harness = Harness(agent, model=scripted_model([call("launch", target="moon"), text("never")]))
+    waiting = harness.turn("launch")
+    assert waiting.status == "waiting_approval"
+    aborted = harness.abort(waiting.run_id)
+    again = harness.abort(waiting.run_id)  # a second abort finds the run ended: nothing fires again
+    assert (aborted.status, again.status) == ("aborted", "aborted")
+    assert seen == ["abort:user_cancelled"]
+    assert aborted.chunk_types()[-1] == "abort"
