@@ -196,3 +196,16 @@ def test_template_only_writes_the_template_again(project: Path, tmp_path: Path) 
         load_template(copy_dir / "template.yaml")["Resources"].keys()
         == load_template(project / "template.yaml")["Resources"].keys()
     )
+
+
+def test_the_generated_code_is_ruff_clean_under_its_own_settings(project: Path) -> None:
+    for command in (["check", "."], ["format", "--check", "."]):
+        done = subprocess.run(
+            [sys.executable, "-m", "ruff", *command],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr

@@ -36,13 +36,11 @@ BOOK = Path(__file__).resolve().with_name("book.json")
 
 
 @tool
-def convert_temperature(
-    value: Annotated[float, Field(description="The temperature to convert")],
-    to: Literal["C", "F"] = "C",
-) -> dict[str, float | str]:
+def convert_temperature(value: float, to: Literal["C", "F"] = "C") -> dict[str, float | str]:
     """Convert a temperature between degrees Fahrenheit and Celsius.
 
     Args:
+        value: The temperature to convert.
         to: The unit to convert to (the value is in the other one).
     """
     converted = (value - 32) * 5 / 9 if to == "C" else value * 9 / 5 + 32
@@ -152,6 +150,9 @@ py-modules = ["agent"]
 [tool.pytest.ini_options]
 testpaths = ["tests"]
 pythonpath = ["."]
+
+[tool.ruff]
+line-length = 120
 """
 
 REQUIREMENTS = """\
