@@ -88,9 +88,10 @@ TEST_AGENT_PY = '''\
 
 from __future__ import annotations
 
-from agent import agent
 from stepline.protocol.model_messages import SystemModelMessage
 from stepline.testing import call, run_turn, scripted_model, text
+
+from agent import agent
 
 
 def test_it_converts_a_temperature() -> None:
