@@ -10,6 +10,8 @@
         One agent turn in this process (see `run_cli`).
     stepline dev [--host H] [--port P] [--aws]
         The API and the durable runtime on this machine (see `stepline.local.dev`).
+    stepline init DIR [--force] [--template-only] [--stepline PATH]
+        A project of your own: an agent, its tests, its template (see `stepline.project.scaffold`).
 
 FILE absent or `-` reads standard input. Invalid input or a protocol violation prints what was
 wrong on standard error and exits non-zero (2 for unreadable input, 1 for a protocol violation).
@@ -26,6 +28,7 @@ from typing import Any, TextIO
 from pydantic import TypeAdapter, ValidationError
 
 from .errors import InvalidUIMessageError, MessageConversionError, ProtocolError, StepLineError
+from .project.command import add_init_parser
 from .protocol._json import dumps, loads_strict
 from .protocol.chunks import UIMessageChunk
 from .protocol.convert_json import convert_ui_messages_json
@@ -128,6 +131,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     convert.set_defaults(handler=_convert)
     add_run_parser(commands)
+    add_init_parser(commands)
     dev = commands.add_parser("dev", help="serve Stepline locally on embedded backends (moto)")
     dev.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     dev.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")

@@ -1,0 +1,1 @@
+"""Example agents that read like products; each directory runs with `stepline dev` (see its README)."""

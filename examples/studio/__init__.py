@@ -1,0 +1,1 @@
+"""A writing studio: several agents behind one deployment (examples/studio/README.md)."""

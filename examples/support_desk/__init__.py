@@ -1,0 +1,1 @@
+"""Acme's support desk agent (examples/support_desk/README.md)."""

@@ -1,0 +1,211 @@
+"""`stepline init` end to end: the project it writes passes its own tests, `stepline dev` serves its agent
+from the project directory (a chat turn calls the project's tool), and its template validates offline."""
+
+from __future__ import annotations
+
+import copy
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from samtranslator.translator.managed_policy_translator import ManagedPolicyLoader
+from samtranslator.translator.transform import transform
+
+from stepline.cli import main
+from stepline.project.scaffold import InitError, init_project
+from stepline.project.template import AGENT_LAYER, load_template
+from stepline.protocol.sse import decode_ui_message_stream
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = REPO / "shared"
+STEPLINE = Path(sys.executable).with_name("stepline")  # the console script, as a user runs it
+FUNCTIONS = 7
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("projects") / "my-notes"
+    assert main(["init", str(directory)]) == 0
+    return directory
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("STEPLINE_", "AWS_", "OPENAI_", "ANTHROPIC_"))}
+    return env | {"PYTHONPATH": str(SHARED)} | extra
+
+
+def test_it_writes_the_project_files_and_refuses_to_overwrite_them(project: Path) -> None:
+    written = {str(p.relative_to(project)) for p in project.rglob("*") if p.is_file()}
+    assert written == {
+        "pyproject.toml",
+        "agent.py",
+        "tests/test_agent.py",
+        "book.json",
+        "requirements.txt",
+        "README.md",
+        ".gitignore",
+        "template.yaml",
+    }
+    readme = (project / "README.md").read_text()
+    assert "STEPLINE_AGENT=agent:agent stepline dev" in readme and "python -m pytest" in readme
+    assert f'pip install -e "{REPO}[local]" -e .' in readme
+    with pytest.raises(InitError, match="already exist"):
+        init_project(project)
+
+
+def test_the_generated_tests_pass(project: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=project,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "5 passed" in done.stdout
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def served(project: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    port = free_port()
+    log = tmp_path / "dev.log"
+    env = clean_env(STEPLINE_AGENT="agent:agent", STEPLINE_WEB_DIST=str(tmp_path / "no-ui"))
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [str(STEPLINE), "dev", "--port", str(port)],
+            cwd=project,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            try:
+                httpx.get(url + "/api/health", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        yield url, log
+    finally:
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def test_stepline_dev_serves_the_projects_agent_from_its_directory(served: tuple[str, Path]) -> None:
+    url, log = served
+    body = {
+        "id": "init-chat",
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "convert a temperature"}]}],
+        "trigger": "submit-message",
+    }
+    with httpx.Client(base_url=url, timeout=30) as client:
+        answer = client.post("/api/chat", json=body)
+        stored = client.get("/api/conversations/init-chat").json()
+    chunks = decode_ui_message_stream(answer.text)
+    assert chunks[0].type == "start" and chunks[-1].type == "finish"
+    parts = stored["messages"][1]["parts"]
+    (tool,) = [p for p in parts if p["type"] == "tool-convert_temperature"]
+    assert (tool["state"], tool["output"]) == ("output-available", {"value": 37.8, "unit": "C"})
+    assert "100 °F is 37.8 °C" in str(parts)
+    banner = log.read_text()
+    assert "convert_temperature" in banner and "save_note (approval)" in banner
+
+
+class _StubPolicyLoader(ManagedPolicyLoader):
+    """Stands in for the IAM ListPolicies call the translator makes for managed policy names."""
+
+    def __init__(self) -> None:
+        pass
+
+    def load(self) -> dict[str, str]:
+        names = ["AWSXrayWriteOnlyAccess", "AWSLambdaBasicExecutionRole"]
+        return {name: f"arn:aws:iam::aws:policy/{name}" for name in names}
+
+
+def test_the_projects_template_validates_offline(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lint = subprocess.run(
+        [sys.executable, "-c", "from cfnlint.runner import main; main()", "template.yaml"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert lint.returncode == 0 and lint.stdout.strip() == "", lint.stdout + lint.stderr
+    source = load_template(project / "template.yaml")
+    # every local path points into the Stepline checkout (as `sam build` resolves them from the project)
+    for resource in source["Resources"].values():
+        for key in ("CodeUri", "ContentUri", "DefinitionUri"):
+            value = resource.get("Properties", {}).get(key)
+            if isinstance(value, str):
+                assert (project / value).exists(), value
+    assert source["Resources"][AGENT_LAYER]["Properties"]["ContentUri"] == "."
+    packaged: dict[str, Any] = copy.deepcopy(source)
+    for logical_id, resource in packaged["Resources"].items():
+        properties = resource.get("Properties", {})
+        for key in ("CodeUri", "ContentUri"):
+            if isinstance(properties.get(key), str):
+                properties[key] = f"s3://artifacts/{logical_id}.zip"
+        if isinstance(properties.get("DefinitionUri"), str):
+            properties["DefinitionUri"] = {"Bucket": "artifacts", "Key": "agent_run.asl.json"}
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    translated = transform(packaged, {}, _StubPolicyLoader())
+    functions = {k: r for k, r in translated["Resources"].items() if r["Type"] == "AWS::Lambda::Function"}
+    assert len(functions) == FUNCTIONS
+    (layer,) = [k for k in translated["Resources"] if k.startswith(AGENT_LAYER)]
+    for name, function in functions.items():
+        properties = function["Properties"]
+        assert properties["Layers"][1] == {"Ref": layer}, name  # right after Stepline's SharedLayer
+        agent = properties["Environment"]["Variables"]["STEPLINE_AGENT"]
+        assert source["Parameters"][agent["Ref"]]["Default"] == "agent:agent", name
+
+
+def test_template_only_writes_the_template_again(project: Path, tmp_path: Path) -> None:
+    copy_dir = tmp_path / "again"
+    copy_dir.mkdir()
+    (copy_dir / "agent.py").write_text("# mine\n")
+    scaffold = init_project(copy_dir, template_only=True)
+    assert scaffold.written == ["template.yaml"]
+    assert (copy_dir / "agent.py").read_text() == "# mine\n"
+    assert (
+        load_template(copy_dir / "template.yaml")["Resources"].keys()
+        == load_template(project / "template.yaml")["Resources"].keys()
+    )
+
+
+def test_the_generated_code_is_ruff_clean_under_its_own_settings(project: Path) -> None:
+    for command in (["check", "."], ["format", "--check", "."]):
+        done = subprocess.run(
+            [sys.executable, "-m", "ruff", *command],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
