@@ -25,7 +25,7 @@ from typing import Any, TypeVar, cast
 from pydantic import BaseModel
 
 from . import operations as ops
-from .errors import Conflict, NotFound
+from .errors import Conflict, NotFound, StoreError
 from .ports import Page
 from .records import (
     TERMINAL,
@@ -194,6 +194,7 @@ class SqliteStore(TransactionalStore):
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
+        self._closed = False
         with self._write_lock:
             self._connection().executescript(_SCHEMA)
 
@@ -201,6 +202,8 @@ class SqliteStore(TransactionalStore):
 
     def _connection(self) -> sqlite3.Connection:
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        if self._closed:
+            raise StoreError("the store is closed")
         if connection is None:
             # isolation_level=None: no implicit transactions; `_do` opens its own.
             connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
@@ -211,13 +214,22 @@ class SqliteStore(TransactionalStore):
                 self._connections.append(connection)
         return connection
 
-    def close(self) -> None:
-        """Close every thread's connection (the store is not used afterwards)."""
-        with self._connections_lock:
-            for connection in self._connections:
-                connection.close()
-            self._connections.clear()
-        self._local = threading.local()
+    def close(self, *, timeout: float = 5.0) -> None:
+        """Close every thread's connection; later calls raise `StoreError`.
+
+        A transaction in progress is let finish first (for at most `timeout` seconds; one cut
+        after that is rolled back by SQLite, and its step is redone on the next start).
+        """
+        acquired = self._write_lock.acquire(timeout=timeout)
+        try:
+            self._closed = True
+            with self._connections_lock:
+                for connection in self._connections:
+                    connection.close()
+                self._connections.clear()
+        finally:
+            if acquired:
+                self._write_lock.release()
 
     @contextmanager
     def _transaction(self) -> Generator[sqlite3.Connection]:
