@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -140,6 +141,7 @@ def local_backend(
             lock = lock_data_dir(data_dir)
             blobs = LocalLinkBlobStore(FileBlobStore(data_dir / "blobs"))
             store = SqliteStore(data_dir / DATABASE)
+            store.purge_expired(now=int(time.time() * 1000))  # TTL's work, once per start
         workflow = LocalWorkflow(region=REGION)
         orchestrator = StepFunctionsOrchestrator(
             _client("stepfunctions"),

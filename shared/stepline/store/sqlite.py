@@ -409,6 +409,13 @@ class SqliteStore(TransactionalStore):
         approvals = [ApprovalRecord.model_validate_json(b) for b in bodies]
         return [(a.user_id, a.approval_id) for a in approvals]
 
+    def purge_expired(self, *, now: int) -> int:
+        """Delete the delta batches past their retention (DynamoDB's TTL does this on AWS); returns how many."""
+        with self._transaction() as db:
+            return db.execute(
+                "DELETE FROM records WHERE kind = 'event' AND at IS NOT NULL AND at <= ?", (now,)
+            ).rowcount
+
     def dump(self) -> list[tuple[str, str, str]]:
         """Every row, for tests that prove a refused write changed nothing."""
         rows = self._connection().execute("SELECT part, sk, body FROM records ORDER BY part, sk").fetchall()

@@ -79,3 +79,13 @@ def test_a_closed_store_refuses_every_call(tmp_path: Path) -> None:
         store.get_run(USER, "r1")
     with pytest.raises(StoreError, match="closed"):
         start(store, "r2")
+
+
+def test_expired_delta_batches_are_purged_and_boundary_events_kept(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "stepline.db", delta_retention_ms=1_000)
+    start(store)
+    store.append_events(USER, "r1", [NewEvent(type="delta", chunks=[], durable=False), event(1)], now=2_000)
+    assert store.purge_expired(now=2_500) == 0
+    assert store.purge_expired(now=3_000) == 1  # the delta batch's retention ended at 3 000
+    assert [e.seq for e in store.events_after(USER, "r1", 0, now=0)] == [2]
+    store.close()
