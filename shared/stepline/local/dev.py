@@ -29,6 +29,7 @@ by the same `STEPLINE_*` variables the Lambda functions read; see infra/README.m
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import sys
 from collections.abc import Generator, Mapping
@@ -209,7 +210,16 @@ def serve(
         out.write(banner(server, url))
         out.flush()
         config = uvicorn.Config(server.app, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_SECONDS)
+        logging.getLogger("uvicorn.error").addFilter(_say_streams_ended)  # after Config: it sets logging up
         uvicorn.Server(config).run(sockets=[listener])
+
+
+def _say_streams_ended(record: logging.LogRecord) -> bool:
+    """The streams a stop cuts, which uvicorn reports as an error, are the plan here (clients resume)."""
+    if "timeout graceful shutdown exceeded" in record.getMessage():
+        record.msg, record.args = "stopping: open streams ended without [DONE]; their clients resume", ()
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+    return True
 
 
 def _serve_aws(host: str, port: int, url: str, out: TextIO) -> None:
