@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from pathlib import Path
@@ -175,6 +176,10 @@ class _SqliteUnit:
             self._db.execute("DELETE FROM records WHERE part = ? AND sk = ?", (_part(*partition), _sk(key)))
 
 
+class _Connection(sqlite3.Connection):
+    """A connection that can be referenced weakly (the store's set of them must not keep a dead thread's)."""
+
+
 class SqliteStore(TransactionalStore):
     """The store in a SQLite file (WAL; a connection per thread; one writer at a time)."""
 
@@ -192,7 +197,9 @@ class SqliteStore(TransactionalStore):
         self.delta_retention_ms = delta_retention_ms
         self._write_lock = threading.Lock()
         self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
+        # Weak: a thread's connection is owned by its `threading.local` slot and closed when the
+        # thread ends (moto runs every execution on threads of its own; they must not pile up).
+        self._connections: weakref.WeakSet[_Connection] = weakref.WeakSet()
         self._connections_lock = threading.Lock()
         self._closed = False
         with self._write_lock:
@@ -206,12 +213,14 @@ class SqliteStore(TransactionalStore):
             raise StoreError("the store is closed")
         if connection is None:
             # isolation_level=None: no implicit transactions; `_do` opens its own.
-            connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+            connection = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=30, factory=_Connection
+            )
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=NORMAL")
             self._local.connection = connection
             with self._connections_lock:
-                self._connections.append(connection)
+                self._connections.add(connection)
         return connection
 
     def close(self, *, timeout: float = 5.0) -> None:
@@ -224,7 +233,7 @@ class SqliteStore(TransactionalStore):
         try:
             self._closed = True
             with self._connections_lock:
-                for connection in self._connections:
+                for connection in list(self._connections):
                     connection.close()
                 self._connections.clear()
         finally:
@@ -408,6 +417,11 @@ class SqliteStore(TransactionalStore):
         )
         approvals = [ApprovalRecord.model_validate_json(b) for b in bodies]
         return [(a.user_id, a.approval_id) for a in approvals]
+
+    def open_connections(self) -> int:
+        """How many connections are open (one per thread that used the store and still lives)."""
+        with self._connections_lock:
+            return len(self._connections)
 
     def purge_expired(self, *, now: int) -> int:
         """Delete the delta batches past their retention (DynamoDB's TTL does this on AWS); returns how many."""

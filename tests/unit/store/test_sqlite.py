@@ -89,3 +89,18 @@ def test_expired_delta_batches_are_purged_and_boundary_events_kept(tmp_path: Pat
     assert store.purge_expired(now=3_000) == 1  # the delta batch's retention ended at 3 000
     assert [e.seq for e in store.events_after(USER, "r1", 0, now=0)] == [2]
     store.close()
+
+
+def test_a_thread_s_connection_is_closed_when_the_thread_ends(tmp_path: Path) -> None:
+    import gc
+
+    store = SqliteStore(tmp_path / "stepline.db")
+    start(store)
+    threads = [threading.Thread(target=store.get_run, args=(USER, "r1")) for _ in range(50)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    gc.collect()
+    assert store.open_connections() == 1  # this thread's; moto's execution threads come and go
+    store.close()
