@@ -6,10 +6,11 @@
         assistant message.
     stepline protocol convert [FILE] [--ignore-incomplete-tool-calls]
         A JSON array of UIMessages → the model messages as JSON.
-    stepline run [--model M] [--tools MODULE] [--sse] [--approve|--deny] PROMPT
+    stepline run [--agent MODULE:ATTR] [--model M] [--tools MODULE] [--sse] [--approve|--deny] PROMPT
         One agent turn in this process (see `run_cli`).
-    stepline dev [--host H] [--port P] [--aws]
-        The API and the durable runtime on this machine (see `stepline.local.dev`).
+    stepline dev [--host H] [--port P] [--data DIR | --memory | --aws]
+        The API and the durable runtime on this machine (see `stepline.local.dev`); its state is
+        kept in DIR (default .stepline/), or in memory only with --memory.
     stepline init DIR [--force] [--template-only] [--stepline PATH]
         A project of your own: an agent, its tests, its template (see `stepline.project.scaffold`).
 
@@ -134,8 +135,15 @@ def _parser() -> argparse.ArgumentParser:
     add_init_parser(commands)
     dev = commands.add_parser("dev", help="serve Stepline locally on embedded backends (moto)")
     dev.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
-    dev.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
-    dev.add_argument("--aws", action="store_true", help="serve the API over a deployed stack (STEPLINE_* variables)")
+    dev.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000; 0: any free port)")
+    storage = dev.add_mutually_exclusive_group()
+    storage.add_argument(
+        "--data", metavar="DIR", default=".stepline", help="keep the state in this folder (default .stepline)"
+    )
+    storage.add_argument("--memory", action="store_true", help="keep nothing: the state is gone when the server stops")
+    storage.add_argument(
+        "--aws", action="store_true", help="serve the API over a deployed stack (STEPLINE_* variables)"
+    )
     dev.set_defaults(handler=_dev)
     return parser
 
@@ -143,7 +151,7 @@ def _parser() -> argparse.ArgumentParser:
 def _dev(args: argparse.Namespace, out: TextIO) -> None:
     from .local.dev import serve
 
-    serve(args.host, args.port, aws=args.aws, out=out)
+    serve(args.host, args.port, aws=args.aws, data_dir=None if args.memory else Path(args.data), out=out)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:

@@ -145,3 +145,20 @@ def test_convert_reports_a_relative_file_url(
     bad = [{"id": "u1", "role": "user", "parts": [{"type": "file", "mediaType": "text/html", "url": "/api/x.html"}]}]
     assert run(["protocol", "convert"], json.dumps(bad), monkeypatch)[0] == 2
     assert "invalid file URL '/api/x.html'" in capsys.readouterr().err
+
+
+def test_dev_refuses_a_data_folder_another_server_holds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from stepline.local.restart import lock_data_dir
+
+    held = lock_data_dir(tmp_path)  # as a running `stepline dev --data tmp_path` holds it
+    try:
+        assert run(["dev", "--port", "0", "--data", str(tmp_path)]) == (2, "")
+    finally:
+        held.close()
+    assert f"{tmp_path} is in use by another stepline dev" in capsys.readouterr().err
+
+
+def test_dev_keeps_either_a_data_folder_or_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["dev", "--memory", "--data", "somewhere"])
+    assert exited.value.code == 2 and "not allowed with argument" in capsys.readouterr().err

@@ -6,6 +6,8 @@ import contextlib
 import json
 from typing import Any
 
+from ..runtime.executions import Execution
+
 __all__ = ["StepFunctionsOrchestrator", "execution_arn", "execution_name"]
 
 _ALREADY_DONE = ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken")
@@ -38,13 +40,14 @@ class StepFunctionsOrchestrator:
     def execution_arn(self, run_id: str, generation: int = 0) -> str:
         return execution_arn(self._arn, run_id, generation)
 
-    def start_run(self, user_id: str, run_id: str) -> None:
+    def start_run(self, user_id: str, run_id: str, *, first_step: int = 0) -> None:
+        """Start generation 0; `first_step` > 0 drives a run again from its checkpoint (the local restart)."""
         payload = {
             "userId": user_id,
             "runId": run_id,
             "approvalTimeoutSeconds": self._timeout,
             "generation": 0,
-            "firstStep": 0,
+            "firstStep": first_step,
         }
         # Same name and same input while RUNNING returns the running execution, and a name already
         # used raises ExecutionAlreadyExists: either way a duplicated start is harmless.
@@ -62,6 +65,17 @@ class StepFunctionsOrchestrator:
             if status == "RUNNING":
                 with contextlib.suppress(self._client.exceptions.ExecutionDoesNotExist):
                     self._client.stop_execution(executionArn=arn, cause="aborted by the user")
+
+    def latest_execution(self, run_id: str) -> Execution | None:
+        """The run's last generation that exists (None: not even the first was started)."""
+        found: Execution | None = None
+        for generation in range(_MAX_GENERATIONS):
+            try:
+                described = self._client.describe_execution(executionArn=self.execution_arn(run_id, generation))
+            except self._client.exceptions.ExecutionDoesNotExist:
+                break
+            found = Execution(generation, str(described["status"]), described.get("error"), described.get("cause"))
+        return found
 
     def resume(self, task_token: str) -> bool:
         try:

@@ -28,7 +28,14 @@ from .observability import instrument
 from .s3 import S3BlobStore
 from .stepfunctions import StepFunctionsOrchestrator
 
-__all__ = ["ConfigurationError", "Settings", "build_services", "services_from_env", "worker_handler"]
+__all__ = [
+    "ConfigurationError",
+    "Settings",
+    "build_services",
+    "reconciler_handler",
+    "services_from_env",
+    "worker_handler",
+]
 
 
 class ConfigurationError(StepLineError):
@@ -144,3 +151,43 @@ def services_from_env() -> Services:
 def worker_handler(function_name: str) -> Handler:
     """The Lambda handler of one worker function (`functions/<name>/app.py`), with Powertools."""
     return instrument(function_name, handlers(services_from_env)[function_name])
+
+
+def _reconciler(
+    settings: Settings, *, client: Callable[[str], Any] = _client
+) -> tuple[Services, StepFunctionsOrchestrator]:
+    """The store and the executions, for closing runs; no model (it is never called) and no provider key."""
+    from ..llm.scripted import ScriptedModel
+
+    if not settings.state_machine_arn:
+        raise ConfigurationError("Stepline environment is not usable: STEPLINE_STATE_MACHINE_ARN: required")
+    blobs = S3BlobStore(settings.bucket, client=client("s3"))
+    store = DynamoStore(
+        client("dynamodb"),
+        agent_table=settings.agent_table,
+        events_table=settings.events_table,
+        blobs=blobs,
+        delta_retention_ms=settings.event_retention_days * 24 * 3600 * 1000,
+    )
+    executions = StepFunctionsOrchestrator(
+        client("stepfunctions"),
+        state_machine_arn=settings.state_machine_arn,
+        approval_timeout_seconds=settings.approval_timeout_seconds,
+    )
+    services = Services(store=store, blobs=blobs, model=ScriptedModel.from_script([]), orchestrator=None)
+    return services, executions
+
+
+def reconciler_handler() -> Handler:
+    """The reconciler function's handler (`functions/reconciler/app.py`): execution status changes and the sweep."""
+    from ..runtime.reconcile import handle_event
+
+    built: list[tuple[Services, StepFunctionsOrchestrator]] = []
+
+    def reconcile(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        if not built:  # once per cold start
+            built.append(_reconciler(Settings.from_env(os.environ)))
+        services, executions = built[0]
+        return handle_event(services, executions, event)
+
+    return instrument("stepline-reconciler", reconcile)

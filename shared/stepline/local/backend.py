@@ -1,37 +1,59 @@
 """Stepline's AWS backend on moto, in this process.
 
-The tables and bucket of template.yaml, the real ASL on moto's Step Functions interpreter, and the
-worker functions run in process.
+The real ASL on moto's Step Functions interpreter and the worker functions in process, over one of
+two storages:
 
-This is what `stepline dev` serves and what the end-to-end tests run against: the same store
-(`DynamoStore`), blob store (`S3BlobStore`) and orchestrator (`StepFunctionsOrchestrator`) as a
-deployed stack, through boto3; only the AWS endpoints are moto's.
+- **in memory** (`data_dir=None`): the tables and bucket of template.yaml on moto. The same store
+  (`DynamoStore`), blob store (`S3BlobStore`) and orchestrator (`StepFunctionsOrchestrator`) as a
+  deployed stack, through boto3; only the AWS endpoints are moto's. Gone when the process ends.
+  The end-to-end tests and `stepline dev --memory` run this.
+- **a data folder** (`data_dir`): the store in `stepline.db` (`SqliteStore`) and the objects under
+  `blobs/` (`FileBlobStore`), so conversations, runs and waiting approvals outlive the process.
+  moto's executions do not: on start, every run that is not terminal is driven again
+  (`stepline.local.restart`). `stepline dev` runs this by default.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, cast
+from pathlib import Path
+from typing import IO, Any, cast
 
 from ..aws.dynamodb import DynamoStore
+from ..aws.s3 import S3BlobStore
 from ..aws.stepfunctions import StepFunctionsOrchestrator
 from ..runtime.handlers import Handler, handlers
 from ..runtime.services import Services
+from ..store.files import FileBlobStore
+from ..store.ports import Store
+from ..store.sqlite import SqliteStore
 from .links import LocalLinkBlobStore
 from .resources import create_bucket, create_tables
+from .restart import lock_data_dir, redrive_unfinished
 from .workflow import LocalWorkflow, install_lambda_router
 
-__all__ = ["MOTO_CONFIG", "REGION", "TABLES", "LocalBackend", "SerializedWrites", "local_backend"]
+__all__ = [
+    "DATABASE",
+    "MOTO_CONFIG",
+    "REGION",
+    "TABLES",
+    "LocalBackend",
+    "SerializedWrites",
+    "local_backend",
+]
 
 REGION = "us-east-1"
 TABLES = {"AgentTable": "stepline-agent", "EventsTable": "stepline-events"}
 BUCKET = "stepline-local"
 MOTO_CONFIG: Any = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
 _WRITES = frozenset({"transact_write_items", "put_item", "update_item", "delete_item"})
+DATABASE = "stepline.db"
+"""The store's file in a data folder (the objects are under `blobs/` beside it)."""
 
 
 class SerializedWrites:
@@ -67,6 +89,11 @@ class LocalBackend:
     workflow: LocalWorkflow
     routes: dict[str, Handler]
     dynamodb: Any
+    """moto's DynamoDB client in memory; None over a data folder."""
+    data_dir: Path | None = None
+    redriven: int = 0
+    """How many unfinished runs were driven again on start (a data folder only)."""
+    orchestrator: StepFunctionsOrchestrator | None = None
 
 
 def _client(service: str) -> Any:
@@ -81,28 +108,40 @@ def local_backend(
     *,
     approval_timeout_seconds: int = 24 * 3600,
     wrap: Callable[[dict[str, Handler]], dict[str, Handler]] | None = None,
+    data_dir: Path | None = None,
 ) -> Generator[LocalBackend]:
     """Start moto, create the resources, and yield the services built on them.
 
     `make_services(store=, blobs=, orchestrator=, approval_timeout_ms=)` builds the services;
-    `wrap` lets tests intercept the worker handlers.
+    `wrap` lets tests intercept the worker handlers; `data_dir` keeps the store and the objects in
+    that folder (created if missing) instead of moto's memory.
     """
     from moto import mock_aws
 
     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):  # moto needs some; never real ones
         os.environ.setdefault(key, "local-moto")
     with mock_aws(config=MOTO_CONFIG):
-        dynamodb = _client("dynamodb")
-        create_tables(dynamodb, TABLES)
-        s3 = _client("s3")
-        create_bucket(s3, BUCKET)
-        blobs = LocalLinkBlobStore(BUCKET, client=s3)
-        store = DynamoStore(
-            SerializedWrites(dynamodb),
-            agent_table=TABLES["AgentTable"],
-            events_table=TABLES["EventsTable"],
-            blobs=blobs,
-        )
+        dynamodb: Any = None
+        lock: IO[str] | None = None
+        store: Store
+        if data_dir is None:
+            dynamodb = _client("dynamodb")
+            create_tables(dynamodb, TABLES)
+            s3 = _client("s3")
+            create_bucket(s3, BUCKET)
+            blobs = LocalLinkBlobStore(S3BlobStore(BUCKET, client=s3))
+            store = DynamoStore(
+                SerializedWrites(dynamodb),
+                agent_table=TABLES["AgentTable"],
+                events_table=TABLES["EventsTable"],
+                blobs=blobs,
+            )
+        else:
+            data_dir.mkdir(parents=True, exist_ok=True)
+            lock = lock_data_dir(data_dir)
+            blobs = LocalLinkBlobStore(FileBlobStore(data_dir / "blobs"))
+            store = SqliteStore(data_dir / DATABASE)
+            store.purge_expired(now=int(time.time() * 1000))  # TTL's work, once per start
         workflow = LocalWorkflow(region=REGION)
         orchestrator = StepFunctionsOrchestrator(
             _client("stepfunctions"),
@@ -114,4 +153,11 @@ def local_backend(
         )
         routes = handlers(lambda: services)
         install_lambda_router(wrap(routes) if wrap else routes)
-        yield LocalBackend(services, workflow, routes, dynamodb)
+        redriven = redrive_unfinished(services, orchestrator) if data_dir is not None else 0
+        try:
+            yield LocalBackend(services, workflow, routes, dynamodb, data_dir, redriven, orchestrator)
+        finally:
+            if isinstance(store, SqliteStore):
+                store.close()
+            if lock is not None:
+                lock.close()

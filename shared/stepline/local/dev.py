@@ -1,8 +1,15 @@
 """`stepline dev`: the whole of Stepline on this machine, one command, no AWS account.
 
 The same FastAPI app as on AWS, served by uvicorn, over the local backend (`stepline.local.backend`:
-DynamoDB, S3 and the Step Functions state machine of template.yaml on moto, the worker functions
-in process). Everything lives in memory and is gone when the server stops.
+the Step Functions state machine of template.yaml on moto, the worker functions in process). The
+state is kept in a data folder (`--data DIR`, default `.stepline/` in the working directory: the
+store in SQLite, the files beside it), so conversations, runs and waiting approvals survive a
+restart and every unfinished run is driven again on start; `--memory` keeps everything in moto's
+memory instead (DynamoDB and S3 of template.yaml), gone when the server stops.
+
+SIGTERM or Ctrl-C ends the open streams at once, without `[DONE]` (clients resume them with
+`Last-Event-ID` after the restart), and the process exits within a few seconds; a step cut by the
+stop is redone on the next start.
 
 Configuration is read from the environment:
 
@@ -25,6 +32,7 @@ by the same `STEPLINE_*` variables the Lambda functions read; see infra/README.m
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import sys
 from collections.abc import Generator, Mapping
@@ -42,11 +50,16 @@ from ..llm.registry import DEMO_BOOK, resolve_model
 from ..runtime.services import Services
 from .backend import LocalBackend, local_backend
 from .links import LocalLinkBlobStore, mount_links
+from .restart import Sweeper
 from .web import default_dist, describe, mount_web, start_build
 
-__all__ = ["DevConfig", "DevServer", "dev_server", "serve"]
+__all__ = ["DEFAULT_DATA_DIR", "DevConfig", "DevServer", "dev_server", "serve"]
 
 DEFAULT_TOOLS = "stepline.tools.workspace"
+DEFAULT_DATA_DIR = ".stepline"
+"""The data folder, relative to the working directory."""
+SHUTDOWN_SECONDS = 1
+"""How long a stop waits for open streams before it ends them (they never end by themselves while a run waits)."""
 
 
 class DevConfigError(StepLineError):
@@ -102,21 +115,36 @@ class DevServer:
 
 
 @contextmanager
-def dev_server(config: DevConfig, *, api: ApiOptions = ApiOptions()) -> Generator[DevServer]:  # noqa: B008 - frozen
-    """The app over the local backend (moto lives for the duration of the context)."""
+def dev_server(
+    config: DevConfig,
+    *,
+    api: ApiOptions = ApiOptions(),  # noqa: B008 - frozen
+    data_dir: Path | None = None,
+) -> Generator[DevServer]:
+    """The app over the local backend (moto lives for the duration of the context).
+
+    `data_dir` keeps the state in that folder (and drives its unfinished runs again); None: in memory.
+    """
     agents = dev_agents(config)
 
     def make_services(**backend: Any) -> Services:
         return Services(agents=agents, default_model=config.model, client="stepline-dev", **backend)
 
-    with local_backend(make_services, approval_timeout_seconds=config.approval_timeout_seconds) as backend:
+    with local_backend(
+        make_services, approval_timeout_seconds=config.approval_timeout_seconds, data_dir=data_dir
+    ) as backend:
+        assert backend.orchestrator is not None
+        sweeper = Sweeper(backend.services, backend.orchestrator).start()  # AWS runs it on a schedule
         identity = DevTokens(config.tokens)
         app = create_app(backend.services, identity, dataclasses.replace(api, cors_origins=config.cors_origins))
         blobs = backend.services.blobs
         assert isinstance(blobs, LocalLinkBlobStore)
         mount_links(app, blobs)
         mount_web(app, default_dist(os.environ))
-        yield DevServer(app, backend, identity, config)
+        try:
+            yield DevServer(app, backend, identity, config)
+        finally:
+            sweeper.stop()
 
 
 def dev_agents(config: DevConfig) -> AgentSet:
@@ -156,8 +184,7 @@ def banner(server: DevServer, url: str) -> str:
         *_agent_lines(server.backend.services, config),
         f"  model    {model}{'  (for agents that name none)' if config.agent else ''}",
         "           change it: STEPLINE_MODEL=openai:<model> (OPENAI_API_KEY) or anthropic:<model> (ANTHROPIC_API_KEY)",
-        "  storage  embedded: DynamoDB, S3 and Step Functions (template.yaml's state machine) on moto, in memory;",
-        "           everything is gone when the server stops (`stepline dev --aws` uses a deployed stack)",
+        *_storage(server),
         f"  users    {server.identity.describe()}",
         f"  origins  {_origins(config.cors_origins)}",
         f"  web UI   {describe(default_dist(os.environ))}",
@@ -179,25 +206,62 @@ def _agent_lines(services: Services, config: DevConfig) -> list[str]:
     return lines
 
 
+def _storage(server: DevServer) -> list[str]:
+    data_dir = server.backend.data_dir
+    if data_dir is None:
+        return [
+            "  storage  in memory (--memory): DynamoDB, S3 and Step Functions (template.yaml's state machine) on moto;",
+            "           everything is gone when the server stops (`stepline dev --aws` uses a deployed stack)",
+        ]
+    redriven = server.backend.redriven
+    again = f"; {redriven} unfinished run{'s' if redriven != 1 else ''} driven again" if redriven else ""
+    return [
+        f"  storage  {data_dir}  (kept across restarts: the store in stepline.db, files in blobs/{again})",
+        "           Step Functions: template.yaml's state machine on moto, in this process",
+        "           start afresh: stop the server and delete the folder, or --data DIR; --memory keeps nothing",
+    ]
+
+
 def _origins(origins: tuple[str, ...]) -> str:
     if not origins:
         return "same origin only  (STEPLINE_CORS_ORIGINS=http://localhost:3000,... admits other front ends)"
     return f"same origin and {', '.join(origins)}  (STEPLINE_CORS_ORIGINS)"
 
 
-def serve(host: str, port: int, *, aws: bool = False, out: TextIO = sys.stdout) -> None:
-    """Run the dev server until interrupted."""
+def serve(
+    host: str,
+    port: int,
+    *,
+    aws: bool = False,
+    data_dir: Path | None = Path(DEFAULT_DATA_DIR),
+    out: TextIO = sys.stdout,
+) -> None:
+    """Run the dev server until interrupted (`data_dir=None`: in memory)."""
+    import socket
+
     import uvicorn
 
-    url = f"http://{host}:{port}"
     if aws:
-        _serve_aws(host, port, url, out)
+        _serve_aws(host, port, f"http://{host}:{port}", out)
         return
-    with dev_server(DevConfig.from_env(os.environ)) as server:
+    with dev_server(DevConfig.from_env(os.environ), data_dir=data_dir) as server:
         start_build(default_dist(os.environ), out)  # the UI, when web/dist is missing and npm is installed
+        # Bound here, before the banner, so that port 0 prints the port the OS chose.
+        listener = socket.create_server((host, port))
+        url = f"http://{host}:{listener.getsockname()[1]}"
         out.write(banner(server, url))
         out.flush()
-        uvicorn.run(server.app, host=host, port=port, log_level="warning")
+        config = uvicorn.Config(server.app, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_SECONDS)
+        logging.getLogger("uvicorn.error").addFilter(_say_streams_ended)  # after Config: it sets logging up
+        uvicorn.Server(config).run(sockets=[listener])
+
+
+def _say_streams_ended(record: logging.LogRecord) -> bool:
+    """The streams a stop cuts, which uvicorn reports as an error, are the plan here (clients resume)."""
+    if "timeout graceful shutdown exceeded" in record.getMessage():
+        record.msg, record.args = "stopping: open streams ended without [DONE]; their clients resume", ()
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+    return True
 
 
 def _serve_aws(host: str, port: int, url: str, out: TextIO) -> None:

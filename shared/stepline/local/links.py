@@ -1,8 +1,9 @@
 """Short-lived download links that work on the local runtime.
 
-On AWS an artifact link is an S3 presigned GET. moto's S3 lives inside the server process, so a
-browser cannot follow such a link; locally the link points at the app itself instead, with the same
-properties: an HMAC-signed capability naming one object, valid until it expires.
+On AWS an artifact link is an S3 presigned GET. Locally the objects live in moto's S3 inside the
+server process, or in the data folder's files, and a browser can follow neither; locally the link
+points at the app itself instead, with the same properties: an HMAC-signed capability naming one
+object, valid until it expires.
 """
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ from typing import Any, cast
 
 from fastapi import FastAPI, Response
 
-from ..aws.s3 import S3BlobStore
 from ..protocol._json import dumps, loads_strict
-from ..store.blobs import check_expiry, check_key, content_disposition
+from ..store.blobs import BlobRef, BlobStore, check_expiry, check_key, content_disposition
 from ..store.errors import NotFound
 
 __all__ = ["LINK_PATH", "LocalLinkBlobStore", "mount_links"]
@@ -35,13 +35,31 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-class LocalLinkBlobStore(S3BlobStore):
-    """The S3 blob store, with presigned links served by the local app (`mount_links`)."""
+class LocalLinkBlobStore:
+    """A blob store (moto's S3, or files) whose presigned links are served by the local app (`mount_links`)."""
 
-    def __init__(self, bucket: str, *, client: Any, clock: Callable[[], float] = time.time) -> None:
-        super().__init__(bucket, client=client)
+    def __init__(self, inner: BlobStore, *, clock: Callable[[], float] = time.time) -> None:
+        self.inner = inner
         self._secret = secrets.token_bytes(32)
         self._clock = clock
+
+    def put(self, user_id: str, data: bytes, *, media_type: str | None = None, kind: str = "blobs") -> BlobRef:
+        return self.inner.put(user_id, data, media_type=media_type, kind=kind)
+
+    def get(self, ref: BlobRef) -> bytes:
+        return self.inner.get(ref)
+
+    def put_object(self, key: str, data: bytes, media_type: str | None = None) -> BlobRef:
+        return self.inner.put_object(key, data, media_type)
+
+    def get_object(self, key: str) -> bytes:
+        return self.inner.get_object(key)
+
+    def list_keys(self, prefix: str) -> list[str]:
+        return self.inner.list_keys(prefix)
+
+    def delete_prefix(self, prefix: str) -> int:
+        return self.inner.delete_prefix(prefix)
 
     def presign_get(self, key: str, *, expires_in: int = 300, filename: str | None = None) -> str:
         check_key(key)

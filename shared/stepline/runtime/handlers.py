@@ -31,6 +31,7 @@ def logical_name(function_name: str) -> str:
 
 
 _ONGOING = frozenset({"continue", "await-approval", "await-client"})
+_WAITS = frozenset({"await-approval", "await-client"})
 
 
 class TransientModelError(Exception):
@@ -52,6 +53,8 @@ def handlers(services: Callable[[], Services]) -> dict[str, Handler]:
         first = int(event.get("firstStep") or 0)
         if result["next"] in _ONGOING and steps is not None and steps - first >= current.steps_per_execution:
             result["next"] = "continue-as-new"
+        if result["next"] in _WAITS:  # AwaitInput's TimeoutSecondsPath: the wait's stored deadline
+            result["waitSeconds"] = worker.wait_seconds(current, event["userId"], event["runId"])
         return result
 
     def await_input(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -56,6 +56,7 @@ __all__ = [
     "model_step",
     "run_context_of",
     "run_state",
+    "wait_seconds",
 ]
 
 _LOG = logging.getLogger("stepline.runtime")
@@ -486,6 +487,27 @@ def run_state(services: Services, user_id: str, run_id: str) -> LoopState:
     checkpoint = services.store.latest_checkpoint(user_id, run_id)
     assert checkpoint is not None
     return LoopState.model_validate(checkpoint.state)
+
+
+def wait_seconds(services: Services, user_id: str, run_id: str) -> int:
+    """How long the wait the run enters may last: until the deadline stored when it began (at least 1 s).
+
+    An approval's deadline is its `expires_at`; a question's is its checkpoint's time plus the
+    timeout. AwaitInput reads this (`TimeoutSecondsPath`), so a wait rolled over to a new execution
+    (continue-as-new, or the local runtime's restart) keeps its first deadline.
+    """
+    now = services.clock()
+    checkpoint = services.store.latest_checkpoint(user_id, run_id)
+    assert checkpoint is not None
+    state = LoopState.model_validate(checkpoint.state)
+    deadlines = [
+        a.expires_at
+        for a in _run_approvals(services, user_id, run_id, state)
+        if a.status == "requested" and a.expires_at is not None
+    ]
+    if not deadlines:
+        deadlines = [checkpoint.created_at + services.approval_timeout_ms]
+    return max(1, -(-(min(deadlines) - now) // 1000))
 
 
 def _still_requested(services: Services, user_id: str, run_id: str, state: LoopState) -> bool:

@@ -1,10 +1,11 @@
-"""The blob port on S3 (moto, bucket built from template.yaml), run as one contract with the memory backend."""
+"""The blob port on S3 (moto, bucket from template.yaml), run as one contract with the memory and file backends."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -16,6 +17,7 @@ from stepline.aws.s3 import S3BlobStore, make_s3_client
 from stepline.local.resources import create_bucket
 from stepline.store.blobs import BlobIntegrityError, BlobRef, BlobStore, MemoryBlobStore
 from stepline.store.errors import NotFound, StoreError
+from stepline.store.files import FileBlobStore
 from stepline.store.payloads import Offloader, item_size, shrink_to_fit
 
 BUCKET = "stepline-blobs-test"
@@ -30,10 +32,12 @@ def aws() -> Iterator[Any]:
         yield client
 
 
-@pytest.fixture(params=["memory", "s3"])
-def blobs(request: pytest.FixtureRequest) -> BlobStore:
+@pytest.fixture(params=["memory", "file", "s3"])
+def blobs(request: pytest.FixtureRequest, tmp_path: Path) -> BlobStore:
     if request.param == "memory":
         return MemoryBlobStore()
+    if request.param == "file":
+        return FileBlobStore(tmp_path / "blobs")
     return S3BlobStore(BUCKET, client=request.getfixturevalue("aws"))
 
 
@@ -42,7 +46,7 @@ def s3(aws: Any) -> S3BlobStore:
     return S3BlobStore(BUCKET, client=aws)
 
 
-# --- the contract: both backends ------------------------------------------------------------------
+# --- the contract: every backend ------------------------------------------------------------------
 
 
 def test_put_is_content_addressed_and_idempotent(blobs: BlobStore) -> None:

@@ -82,3 +82,52 @@ def test_each_function_entry_point_binds_its_worker(name: str) -> None:
     assert module.handler.__name__ == worker_handler(name).__name__
     assert module.handler.__name__ == name.removeprefix("stepline-").replace("-", "_")
     assert "app_" + directory not in sys.modules  # not left behind for other tests
+
+
+def test_the_reconciler_entry_point_closes_a_run_from_an_eventbridge_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import dataclass
+
+    from stepline.aws.dynamodb import DynamoStore
+    from stepline.store.ports import TurnStart
+
+    @dataclass
+    class Context:
+        function_name: str = "stepline-reconciler"
+        memory_limit_in_mb: int = 256
+        invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:stepline-reconciler"
+        aws_request_id: str = "req-1"
+
+    arn = "arn:aws:states:us-east-1:123456789012:stateMachine:stepline-agent-run"
+    for key, value in {**ENV, "STEPLINE_STATE_MACHINE_ARN": arn}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")  # no X-Ray daemon here
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Stepline")  # template.yaml's Globals
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with mock_aws():
+        create_tables(_client("dynamodb"), {"AgentTable": "stepline-agent", "EventsTable": "stepline-events"})
+        _client("s3").create_bucket(Bucket="stepline-artifacts")
+        store = DynamoStore(_client("dynamodb"), agent_table="stepline-agent", events_table="stepline-events")
+        turn = TurnStart(
+            conversation_id="c1",
+            run_id="r1",
+            assistant_message_id="a1",
+            user_message={"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]},
+            now=1_000,
+        )
+        store.start_turn("alice", turn)
+        spec = importlib.util.spec_from_file_location("app_reconciler", REPO / "functions" / "reconciler" / "app.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # no AWS call at import: no key, no model
+        event = {
+            "source": "aws.states",
+            "detail-type": "Step Functions Execution Status Change",
+            "detail": {"status": "ABORTED", "name": "r1", "input": '{"userId": "alice", "runId": "r1"}'},
+        }
+        assert module.handler(event, Context()) == {"runId": "r1", "outcome": "closed", "status": "aborted"}
+        assert store.get_run("alice", "r1").status == "aborted"
+        assert store.get_conversation("alice", "c1").active_run_id is None
+        assert module.handler(event, Context())["outcome"] == "untouched"
+        assert module.handler({**event, "detail": {**event["detail"], "status": "SUCCEEDED"}}, Context()) == {
+            "ignored": "SUCCEEDED"
+        }

@@ -46,7 +46,8 @@ API_FUNCTIONS = {
     "ApiFunction": ("functions/api/", 29, 512),  # buffered: API Gateway stops waiting after 29 s
     "StreamFunction": ("functions/api/", 900, 512),  # a stream lasts up to 15 minutes
 }
-FUNCTIONS = WORKERS | API_FUNCTIONS
+RECONCILER = {"ReconcilerFunction": ("functions/reconciler/", 120, 256)}  # closes runs whose execution died
+FUNCTIONS = WORKERS | API_FUNCTIONS | RECONCILER
 
 PLACEHOLDERS = {
     "ModelStepFunctionArn",
@@ -236,7 +237,7 @@ def test_function_environment(translated: Template) -> None:
         assert {v for v in variables if v.startswith("STEPLINE_")} <= read, name  # no dead configuration
         assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "Stepline"
         services.add(variables["POWERTOOLS_SERVICE_NAME"])
-        assert ("STEPLINE_STATE_MACHINE_ARN" in variables) == (name in API_FUNCTIONS), name
+        assert ("STEPLINE_STATE_MACHINE_ARN" in variables) == (name in API_FUNCTIONS | RECONCILER), name
         # Provider keys travel as SSM parameter *names*, and only to the function that calls the model.
         has_keys = {"STEPLINE_OPENAI_KEY_PARAMETER", "STEPLINE_ANTHROPIC_KEY_PARAMETER"} <= variables.keys()
         assert has_keys == (name == "ModelStepFunction"), name
@@ -377,6 +378,31 @@ def test_api_functions_start_stop_and_resume_executions(translated: Template) ->
                 assert _named(statement["Resource"]) == {"AgentRunStateMachine"}, name
 
 
+def test_the_reconciler_hears_the_state_machines_dead_executions_and_only_looks_them_up(
+    source: Template, translated: Template
+) -> None:
+    statements = _statements(translated["Resources"]["ReconcilerFunctionRole"]["Properties"])
+    states = [s for s in statements if any(a.startswith("states:") for a in _as_list(s["Action"]))]
+    assert [_as_list(s["Action"]) for s in states] == [["states:DescribeExecution"]]
+    assert _named(states[0]["Resource"]) == {"AgentRunStateMachine"}
+    assert ":execution:" in _sub_text(states[0]["Resource"])
+    tables = set().union(*(_named(s["Resource"]) for s in statements if _is_dynamodb(s)))
+    assert tables == {"AgentTable", "EventsTable"}
+    assert not any(a.startswith(("ssm:", "s3:Delete", "lambda:")) for s in statements for a in _as_list(s["Action"]))
+    reconciler = {"Fn::GetAtt": ["ReconcilerFunction", "Arn"]}
+    rules = [
+        r["Properties"]
+        for r in _resources(translated, "AWS::Events::Rule").values()
+        if any(t["Arn"] == reconciler for t in r["Properties"]["Targets"])
+    ]
+    (pattern,) = [r["EventPattern"] for r in rules if "EventPattern" in r]
+    assert pattern["source"] == ["aws.states"]
+    assert pattern["detail-type"] == ["Step Functions Execution Status Change"]
+    assert set(pattern["detail"]["status"]) == {"FAILED", "TIMED_OUT", "ABORTED"}  # never SUCCEEDED or RUNNING
+    assert pattern["detail"]["stateMachineArn"] == [{"Ref": "AgentRunStateMachine"}]
+    assert [r["ScheduleExpression"] for r in rules if "ScheduleExpression" in r] == ["rate(15 minutes)"]
+
+
 def test_tables_are_encrypted_with_point_in_time_recovery_and_the_bucket_is_private(translated: Template) -> None:
     tables = _resources(translated, "AWS::DynamoDB::Table")
     assert set(tables) == {"AgentTable", "EventsTable"}
@@ -401,7 +427,7 @@ def test_outputs(translated: Template) -> None:
 
 def test_every_worker_has_its_code_and_handler(source: Template) -> None:
     assert (REPO / source["Resources"]["SharedLayer"]["Properties"]["ContentUri"] / "requirements.txt").is_file()
-    for name, (code_uri, _, _) in WORKERS.items():
+    for name, (code_uri, _, _) in (WORKERS | RECONCILER).items():
         properties = source["Resources"][name]["Properties"]
         module, _, attribute = properties["Handler"].rpartition(".")
         app = REPO / code_uri / f"{module}.py"

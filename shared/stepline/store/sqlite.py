@@ -1,0 +1,436 @@
+"""`SqliteStore`: the store port in one SQLite file, for `stepline dev`'s data folder.
+
+Records are kept as on DynamoDB and in memory: one row per record, keyed by `unit.record_key`
+(partition, sort key), its body the record's JSON. A few index columns serve the listings and
+sweeps the keys alone cannot (a message by id, approvals by run, runs by heartbeat).
+
+Each operation runs its unit of work inside one `BEGIN IMMEDIATE` transaction: the reads see the
+committed state and the staged writes are applied at the end, all or nothing (a `new` record that
+already exists rolls the whole unit back as a `Conflict`). Writers are serialised by a lock in the
+process (SQLite has one writer at a time anyway; the lock spares its busy-wait) and by SQLite's
+own lock across processes. The file is in WAL mode, so readers never wait for the writer; every
+thread has its own connection. `synchronous=NORMAL`: a committed write survives the process being
+killed (kill -9); only a power cut can lose the last transactions.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import weakref
+from collections.abc import Callable, Generator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from pydantic import BaseModel
+
+from . import operations as ops
+from .errors import Conflict, NotFound, StoreError
+from .ports import Page
+from .records import (
+    TERMINAL,
+    ApprovalRecord,
+    ArtifactRecord,
+    CheckpointRecord,
+    ConversationRecord,
+    EventRecord,
+    MessageRecord,
+    RunRecord,
+    StepRecordRow,
+    ToolCallRecord,
+)
+from .redacting_unit import RedactingUnit
+from .redaction import ReasoningPolicy, Redactor
+from .transactional import TransactionalStore
+from .unit import Record, record_key
+
+__all__ = ["SqliteStore"]
+
+T = TypeVar("T")
+R = TypeVar("R", bound=BaseModel)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    part   TEXT NOT NULL,    -- the partition: kind, user and parent ids, joined by '/'
+    sk     TEXT NOT NULL,    -- the sort key (numbers zero-padded, so text order is number order)
+    kind   TEXT NOT NULL,
+    status TEXT,             -- runs and approvals: their status (the sweeps)
+    ref    TEXT,             -- messages: message id; approvals: run id; artifacts: message id
+    at     INTEGER,          -- conversations: updated_at; runs: heartbeat; approvals, events: expires_at
+    body   TEXT NOT NULL,    -- the record as JSON
+    PRIMARY KEY (part, sk)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS records_by_ref ON records (part, ref);
+CREATE INDEX IF NOT EXISTS records_by_status ON records (kind, status, at);
+"""
+
+
+def _part(*names: str) -> str:
+    return "/".join(names)  # ids never hold '/' (`records.check_id`)
+
+
+def _sk(key: str | int) -> str:
+    return f"{key:020d}" if isinstance(key, int) else key
+
+
+def _row(record: Record) -> tuple[str, str, str, str | None, str | None, int | None, str]:
+    partition, key = record_key(record)
+    status: str | None = None
+    ref: str | None = None
+    at: int | None = None
+    match record:
+        case ConversationRecord():
+            at = record.updated_at
+        case MessageRecord():
+            ref = record.message_id
+        case RunRecord():
+            status, at = record.status, record.heartbeat_at or 0
+        case ApprovalRecord():
+            status, ref, at = record.status, record.run_id, record.expires_at
+        case ArtifactRecord():
+            ref = record.message_id
+        case EventRecord():
+            at = record.expires_at
+        case _:
+            pass
+    return _part(*partition), _sk(key), partition[0], status, ref, at, record.model_dump_json()
+
+
+class _SqliteUnit:
+    """Reads the committed rows through the transaction's connection; stages writes."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._db = connection
+        self.writes: list[tuple[Record, bool]] = []
+        self.deletes: list[Record] = []
+
+    def _get(self, cls: type[R], part: str, sk: str | int) -> R | None:
+        row = self._db.execute("SELECT body FROM records WHERE part = ? AND sk = ?", (part, _sk(sk))).fetchone()
+        return None if row is None else cls.model_validate_json(row[0])
+
+    def _all(self, cls: type[R], part: str) -> list[R]:
+        rows = self._db.execute("SELECT body FROM records WHERE part = ? ORDER BY sk", (part,)).fetchall()
+        return [cls.model_validate_json(r[0]) for r in rows]
+
+    def conversation(self, user_id: str, conversation_id: str) -> ConversationRecord | None:
+        return self._get(ConversationRecord, _part("conv", user_id), conversation_id)
+
+    def message(self, user_id: str, conversation_id: str, seq: int) -> MessageRecord | None:
+        return self._get(MessageRecord, _part("msg", user_id, conversation_id), seq)
+
+    def message_id_taken(self, user_id: str, conversation_id: str, message_id: str) -> bool:
+        found = self._db.execute(
+            "SELECT 1 FROM records WHERE part = ? AND ref = ?", (_part("msg", user_id, conversation_id), message_id)
+        ).fetchone()
+        return found is not None
+
+    def run(self, user_id: str, run_id: str) -> RunRecord | None:
+        return self._get(RunRecord, _part("run", user_id), run_id)
+
+    def step(self, user_id: str, run_id: str, step_index: int) -> StepRecordRow | None:
+        return self._get(StepRecordRow, _part("step", user_id, run_id), step_index)
+
+    def tool_call(self, user_id: str, run_id: str, tool_call_id: str) -> ToolCallRecord | None:
+        return self._get(ToolCallRecord, _part("tool", user_id, run_id), tool_call_id)
+
+    def run_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
+        return self._all(ToolCallRecord, _part("tool", user_id, run_id))
+
+    def run_steps(self, user_id: str, run_id: str) -> list[StepRecordRow]:
+        return self._all(StepRecordRow, _part("step", user_id, run_id))
+
+    def approval(self, user_id: str, approval_id: str) -> ApprovalRecord | None:
+        return self._get(ApprovalRecord, _part("approval", user_id), approval_id)
+
+    def run_approvals(self, user_id: str, run_id: str) -> list[ApprovalRecord]:
+        rows = self._db.execute(
+            "SELECT body FROM records WHERE part = ? AND ref = ? ORDER BY sk", (_part("approval", user_id), run_id)
+        ).fetchall()
+        return [ApprovalRecord.model_validate_json(r[0]) for r in rows]
+
+    def approval_for_tool_call(self, user_id: str, run_id: str, tool_call_id: str) -> str | None:
+        found = [a.approval_id for a in self.run_approvals(user_id, run_id) if a.tool_call_id == tool_call_id]
+        return found[0] if found else None
+
+    def artifact(self, user_id: str, artifact_id: str) -> ArtifactRecord | None:
+        return self._get(ArtifactRecord, _part("artifact", user_id), artifact_id)
+
+    def put(self, record: Record, *, new: bool = False) -> None:
+        self.writes.append((record, new))
+
+    def delete(self, record: Record) -> None:
+        self.deletes.append(record)
+
+    def commit(self) -> None:
+        for record, new in self.writes:
+            row = _row(record)
+            verb = "INSERT" if new else "INSERT OR REPLACE"
+            try:
+                self._db.execute(f"{verb} INTO records VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+            except sqlite3.IntegrityError:
+                partition, key = record_key(record)
+                raise Conflict(f"{partition[0]} {key} already exists") from None
+        for record in self.deletes:
+            partition, key = record_key(record)
+            self._db.execute("DELETE FROM records WHERE part = ? AND sk = ?", (_part(*partition), _sk(key)))
+
+
+class _Connection(sqlite3.Connection):
+    """A connection that can be referenced weakly (the store's set of them must not keep a dead thread's)."""
+
+
+class SqliteStore(TransactionalStore):
+    """The store in a SQLite file (WAL; a connection per thread; one writer at a time)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        delta_retention_ms: int = ops.DELTA_RETENTION_MS,
+        redactor: Redactor | None = None,
+        reasoning: ReasoningPolicy = "keep",
+    ) -> None:
+        self.path = str(path)
+        self._redactor = redactor or Redactor()
+        self._reasoning: ReasoningPolicy = reasoning
+        self.delta_retention_ms = delta_retention_ms
+        self._write_lock = threading.Lock()
+        self._local = threading.local()
+        # Weak: a thread's connection is owned by its `threading.local` slot and closed when the
+        # thread ends (moto runs every execution on threads of its own; they must not pile up).
+        self._connections: weakref.WeakSet[_Connection] = weakref.WeakSet()
+        self._connections_lock = threading.Lock()
+        self._closed = False
+        with self._write_lock:
+            self._connection().executescript(_SCHEMA)
+
+    # -- plumbing ----------------------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        if self._closed:
+            raise StoreError("the store is closed")
+        if connection is None:
+            # isolation_level=None: no implicit transactions; `_do` opens its own.
+            connection = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=30, factory=_Connection
+            )
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            self._local.connection = connection
+            with self._connections_lock:
+                self._connections.add(connection)
+        return connection
+
+    def close(self, *, timeout: float = 5.0) -> None:
+        """Close every thread's connection; later calls raise `StoreError`.
+
+        A transaction in progress is let finish first (for at most `timeout` seconds; one cut
+        after that is rolled back by SQLite, and its step is redone on the next start).
+        """
+        acquired = self._write_lock.acquire(timeout=timeout)
+        try:
+            self._closed = True
+            with self._connections_lock:
+                for connection in list(self._connections):
+                    connection.close()
+                self._connections.clear()
+        finally:
+            if acquired:
+                self._write_lock.release()
+
+    @contextmanager
+    def _transaction(self) -> Generator[sqlite3.Connection]:
+        with self._write_lock:
+            db = self._connection()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def _do(self, operation: Callable[[_SqliteUnit], T]) -> T:
+        with self._transaction() as db:
+            unit = _SqliteUnit(db)
+            result = operation(cast(_SqliteUnit, RedactingUnit(unit, self._redactor, self._reasoning)))
+            unit.commit()
+            return result
+
+    def _read(self) -> _SqliteUnit:
+        """A unit for reads outside a transaction (each statement sees the latest commit)."""
+        return _SqliteUnit(self._connection())
+
+    def _rows(self, sql: str, *args: Any) -> list[Any]:
+        return [row[0] for row in self._connection().execute(sql, args).fetchall()]
+
+    # -- conversations and messages ------------------------------------------------------------
+
+    def get_conversation(self, user_id: str, conversation_id: str) -> ConversationRecord:
+        found = self._read().conversation(user_id, conversation_id)
+        if found is None:
+            raise NotFound(f"conversation {conversation_id} not found")
+        return found
+
+    def list_conversations(
+        self, user_id: str, *, limit: int = 20, cursor: str | None = None
+    ) -> Page[ConversationRecord]:
+        start = int(cursor) if cursor else 0
+        bodies = self._rows(
+            "SELECT body FROM records WHERE part = ? ORDER BY at DESC, sk DESC LIMIT ? OFFSET ?",
+            _part("conv", user_id),
+            limit + 1,
+            start,
+        )
+        page = [ConversationRecord.model_validate_json(b) for b in bodies[:limit]]
+        return Page(page, str(start + limit) if len(bodies) > limit else None)
+
+    def list_messages(
+        self, user_id: str, conversation_id: str, *, after_seq: int = 0, limit: int = 100
+    ) -> Page[MessageRecord]:
+        self.get_conversation(user_id, conversation_id)
+        bodies = self._rows(
+            "SELECT body FROM records WHERE part = ? AND sk > ? ORDER BY sk LIMIT ?",
+            _part("msg", user_id, conversation_id),
+            _sk(after_seq),
+            limit + 1,
+        )
+        page = [MessageRecord.model_validate_json(b) for b in bodies[:limit]]
+        return Page(page, str(page[-1].seq) if len(bodies) > limit and page else None)
+
+    def get_message(self, user_id: str, conversation_id: str, message_id: str) -> MessageRecord:
+        bodies = self._rows(
+            "SELECT body FROM records WHERE part = ? AND ref = ?", _part("msg", user_id, conversation_id), message_id
+        )
+        if not bodies:
+            raise NotFound(f"message {message_id} not found")
+        return MessageRecord.model_validate_json(bodies[0])
+
+    def delete_conversation(self, user_id: str, conversation_id: str) -> None:
+        with self._transaction() as db:
+            conversation = _SqliteUnit(db).conversation(user_id, conversation_id)
+            if conversation is None:
+                raise NotFound(f"conversation {conversation_id} not found")
+            if conversation.active_run_id is not None:
+                raise Conflict(f"conversation {conversation_id} has an active run; abort it first")
+            db.execute("DELETE FROM records WHERE part = ? AND sk = ?", (_part("conv", user_id), conversation_id))
+            db.execute("DELETE FROM records WHERE part = ?", (_part("msg", user_id, conversation_id),))
+
+    # -- runs -------------------------------------------------------------------------------------
+
+    def get_run(self, user_id: str, run_id: str) -> RunRecord:
+        found = self._read().run(user_id, run_id)
+        if found is None:
+            raise NotFound(f"run {run_id} not found")
+        return found
+
+    def latest_checkpoint(self, user_id: str, run_id: str) -> CheckpointRecord | None:
+        self.get_run(user_id, run_id)
+        bodies = self._rows(
+            "SELECT body FROM records WHERE part = ? ORDER BY sk DESC LIMIT 1", _part("ckpt", user_id, run_id)
+        )
+        return CheckpointRecord.model_validate_json(bodies[0]) if bodies else None
+
+    # -- approvals ----------------------------------------------------------------------------------
+
+    def get_approval(self, user_id: str, approval_id: str) -> ApprovalRecord:
+        found = self._read().approval(user_id, approval_id)
+        if found is None:
+            raise NotFound(f"approval {approval_id} not found")
+        return found
+
+    def pending_approvals(self, user_id: str) -> list[ApprovalRecord]:
+        bodies = self._rows(
+            "SELECT body FROM records WHERE part = ? AND status = 'requested'", _part("approval", user_id)
+        )
+        pending = [ApprovalRecord.model_validate_json(b) for b in bodies]
+        return sorted(pending, key=lambda a: (a.expires_at or 0, a.approval_id))
+
+    # -- tool calls -------------------------------------------------------------------------------
+
+    def list_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
+        self.get_run(user_id, run_id)
+        return sorted(self._read().run_tool_calls(user_id, run_id), key=lambda c: (c.step_index, c.tool_call_id))
+
+    # -- events -------------------------------------------------------------------------------------
+
+    def events_after(
+        self, user_id: str, run_id: str, after_seq: int, *, limit: int | None = None, now: int
+    ) -> list[EventRecord]:
+        self.get_run(user_id, run_id)
+        bodies = self._rows(
+            "SELECT body FROM records WHERE part = ? AND sk > ? AND (at IS NULL OR at > ?) ORDER BY sk LIMIT ?",
+            _part("event", user_id, run_id),
+            _sk(after_seq),
+            now,
+            -1 if limit is None else limit,
+        )
+        return [EventRecord.model_validate_json(b) for b in bodies]
+
+    # -- artifacts ------------------------------------------------------------------------------------
+
+    def put_artifact(self, record: ArtifactRecord) -> ArtifactRecord:
+        def put(unit: _SqliteUnit) -> ArtifactRecord:
+            existing = unit.artifact(record.user_id, record.artifact_id)
+            if existing is not None:
+                return existing
+            unit.put(record, new=True)
+            return record
+
+        return self._do(put)
+
+    def get_artifact(self, user_id: str, artifact_id: str) -> ArtifactRecord:
+        found = self._read().artifact(user_id, artifact_id)
+        if found is None:
+            raise NotFound(f"artifact {artifact_id} not found")
+        return found
+
+    def list_message_artifacts(self, user_id: str, message_id: str) -> list[ArtifactRecord]:
+        bodies = self._rows(
+            "SELECT body FROM records WHERE part = ? AND ref = ?", _part("artifact", user_id), message_id
+        )
+        found = [ArtifactRecord.model_validate_json(b) for b in bodies]
+        return sorted(found, key=lambda a: (a.created_at, a.artifact_id))
+
+    # -- system sweeps ----------------------------------------------------------------------------
+
+    def stale_runs(self, *, heartbeat_before: int, limit: int = 100) -> list[tuple[str, str]]:
+        terminal = sorted(TERMINAL["run"])
+        bodies = self._rows(
+            f"SELECT body FROM records WHERE kind = 'run' AND status NOT IN ({', '.join('?' * len(terminal))})"
+            " AND at < ? ORDER BY at, part, sk LIMIT ?",
+            *terminal,
+            heartbeat_before,
+            limit,
+        )
+        runs = [RunRecord.model_validate_json(b) for b in bodies]
+        return [(r.user_id, r.run_id) for r in runs]
+
+    def expiring_approvals(self, *, before: int, limit: int = 100) -> list[tuple[str, str]]:
+        bodies = self._rows(
+            "SELECT body FROM records WHERE kind = 'approval' AND status = 'requested' AND at < ?"
+            " ORDER BY at, part, sk LIMIT ?",
+            before,
+            limit,
+        )
+        approvals = [ApprovalRecord.model_validate_json(b) for b in bodies]
+        return [(a.user_id, a.approval_id) for a in approvals]
+
+    def open_connections(self) -> int:
+        """How many connections are open (one per thread that used the store and still lives)."""
+        with self._connections_lock:
+            return len(self._connections)
+
+    def purge_expired(self, *, now: int) -> int:
+        """Delete the delta batches past their retention (DynamoDB's TTL does this on AWS); returns how many."""
+        with self._transaction() as db:
+            return db.execute(
+                "DELETE FROM records WHERE kind = 'event' AND at IS NOT NULL AND at <= ?", (now,)
+            ).rowcount
+
+    def dump(self) -> list[tuple[str, str, str]]:
+        """Every row, for tests that prove a refused write changed nothing."""
+        rows = self._connection().execute("SELECT part, sk, body FROM records ORDER BY part, sk").fetchall()
+        return [(str(p), str(s), str(b)) for p, s, b in rows]
