@@ -40,8 +40,9 @@ from ..runtime import worker
 from ..runtime.handlers import Handler, TransientModelError, handlers
 from ..runtime.services import Services
 from ..store.blobs import MemoryBlobStore
+from ..store.errors import ActiveRunExists
 from ..store.memory import MemoryStore
-from ..store.records import ApprovalRecord, RunRecord
+from ..store.records import WAITING_RUN, ApprovalRecord, RunRecord
 from ..store.replay import chunks_of
 from .result import ToolExecution, TurnResult
 
@@ -162,7 +163,9 @@ class Harness:
         """Send a user message (text, or a UIMessage dict) and run the turn as far as it goes.
 
         The turn ends completed, failed or aborted, or waiting when an approval or question was
-        left undecided (`approve`/`answer` gave nothing for it): `resume` goes on from there.
+        left undecided (`approve`/`answer` gave nothing for it): `resume` goes on from there. A
+        new turn in a conversation whose run waits aborts that run first (`new_user_message`), as
+        the chat endpoint does.
         """
         n = next(self._ids)
         conversation = conversation_id or f"conversation-{uuid.uuid4().hex[:12]}"
@@ -173,17 +176,23 @@ class Harness:
             else dict(prompt)
         )
         invocations = ["BeginTurn"]
-        worker.begin_turn(
-            self.services(),
-            self.user_id,
-            conversation_id=conversation,
-            run_id=run_id,
-            assistant_message_id=f"assistant-{run_id}",
-            user_message=message,
-            agent=agent,
-            claims=dict(self.claims) if self.claims is not None else None,
-            body=body,
-        )
+        begin: dict[str, Any] = {
+            "conversation_id": conversation,
+            "run_id": run_id,
+            "assistant_message_id": f"assistant-{run_id}",
+            "user_message": message,
+            "agent": agent,
+            "claims": dict(self.claims) if self.claims is not None else None,
+            "body": body,
+        }
+        try:
+            worker.begin_turn(self.services(), self.user_id, **begin)
+        except ActiveRunExists:  # as the chat endpoint does: a run left waiting is closed, the user moved on
+            active = self.run(self.store.get_conversation(self.user_id, conversation).active_run_id or "")
+            if active.status not in WAITING_RUN:
+                raise
+            worker.abort_run(self.services(), self.user_id, active.run_id, reason="new_user_message")
+            worker.begin_turn(self.services(), self.user_id, **begin)
         if run_id not in self.orchestrator.started:  # on_start failed: the run ended in BeginTurn
             return self._result(run_id, invocations)
         return self._drive(run_id, invocations, approve, answer)

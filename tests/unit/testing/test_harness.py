@@ -258,3 +258,12 @@ def test_a_redeploy_while_waiting_continues_with_the_new_definition_and_a_remove
     (result,) = [m for m in model.calls[1].prompt if isinstance(m, ToolModelMessage)]
     assert "AI_NoSuchToolError" in result.model_dump_json()  # the model reads why
     assert system_text(model.calls[1].prompt) == "v2"  # the next step runs the new definition
+
+
+def test_a_new_message_while_the_run_waits_closes_that_run_as_the_chat_endpoint_does() -> None:
+    harness = Harness(AGENT, model=scripted_model([call("write_note", title="t", body="b"), text("Hi again.")]))
+    waiting = harness.turn("note")
+    moved_on = harness.turn("never mind, hello", conversation_id=waiting.conversation_id)
+    assert moved_on.text == "Hi again." and written == []
+    left = harness.run(waiting.run_id)
+    assert (left.status, left.cancel_reason) == ("aborted", "new_user_message")
