@@ -134,7 +134,7 @@ class Harness:
             elif isinstance(source, AgentSet):
                 agents = source
             else:
-                agents = AgentSet(dict(cast(Mapping[str, Agent], source)))
+                agents = _agent_set(cast(Mapping[str, Agent], source))
         if self.model is None:
             return agents
         models: Mapping[str, LanguageModel] = (
@@ -340,10 +340,24 @@ class Harness:
         )
 
 
-def _with_model(agent: Agent, model: LanguageModel) -> Agent:
-    """The agent with another model, validated and fingerprinted as a definition of its own."""
+def _with(agent: Agent, **changes: Any) -> Agent:
+    """The agent with other settings, validated and fingerprinted as a definition of its own."""
     fields = {name: getattr(agent, name) for name in type(agent).model_fields}
-    return Agent(**(fields | {"model": model}))
+    return Agent(**(fields | changes))
+
+
+def _with_model(agent: Agent, model: LanguageModel) -> Agent:
+    return _with(agent, model=model)
+
+
+def _agent_set(mapping: Mapping[str, Agent]) -> AgentSet:
+    """A mapping as `STEPLINE_AGENT` reads one: an unnamed agent takes its key as its name."""
+    agents: dict[str, Agent] = {}
+    for key, agent in mapping.items():
+        if agent.name not in (key, "agent"):
+            raise HarnessError(f"entry {key!r} holds the agent named {agent.name!r}; use one name")
+        agents[key] = agent if agent.name == key else _with(agent, name=key)
+    return AgentSet(agents)
 
 
 def _decision_for(approval: ApprovalRecord, approve: Approve) -> Decision | None:

@@ -267,3 +267,14 @@ def test_a_new_message_while_the_run_waits_closes_that_run_as_the_chat_endpoint_
     assert moved_on.text == "Hi again." and written == []
     left = harness.run(waiting.run_id)
     assert (left.status, left.cancel_reason) == ("aborted", "new_user_message")
+
+
+def test_a_mapping_names_its_unnamed_agents_by_their_keys_as_stepline_agent_does() -> None:
+    model = scripted_model([text("one"), text("two")])
+    harness = Harness({"first": Agent(), "second": Agent(instructions="2")}, model=model)
+    first = harness.turn("hi", agent="second")
+    again = harness.turn("again", conversation_id=first.conversation_id)
+    assert (first.run.agent, again.run.agent) == ("second", "second")
+    assert [system_text(c.prompt) for c in model.calls] == ["2", "2"]
+    with pytest.raises(HarnessError, match="entry 'x' holds the agent named 'y'"):
+        Harness({"x": Agent(name="y")}).services()
