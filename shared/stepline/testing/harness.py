@@ -44,6 +44,7 @@ from ..store.errors import ActiveRunExists
 from ..store.memory import MemoryStore
 from ..store.records import WAITING_RUN, ApprovalRecord, RunRecord
 from ..store.replay import chunks_of
+from .engine import LambdaContext, RecordingOrchestrator
 from .result import ToolExecution, TurnResult
 
 __all__ = ["Answer", "Approve", "Harness", "HarnessError", "run_turn", "run_turn_async"]
@@ -62,30 +63,6 @@ _ASL_RETRIES = 3  # the ASL's Retry on TransientModelError: MaxAttempts 3 after 
 
 class HarnessError(StepLineError, AssertionError):
     """The durable path did something a deployment would get stuck on (a wait never resumed)."""
-
-
-class _Orchestrator:
-    """Records what the worker asks of Step Functions: starts, stops and resumed task tokens."""
-
-    def __init__(self) -> None:
-        self.started: list[str] = []
-        self.resumed: set[str] = set()
-
-    def start_run(self, user_id: str, run_id: str) -> None:
-        self.started.append(run_id)
-
-    def stop_run(self, user_id: str, run_id: str) -> None:
-        pass
-
-    def resume(self, task_token: str) -> bool:
-        first = task_token not in self.resumed
-        self.resumed.add(task_token)
-        return first
-
-
-class _LambdaContext:
-    def __init__(self, request_id: str) -> None:
-        self.aws_request_id = request_id
 
 
 @dataclass
@@ -110,7 +87,7 @@ class Harness:
     store: MemoryStore = field(default_factory=MemoryStore)
     blobs: MemoryBlobStore = field(default_factory=MemoryBlobStore)
     clock: Callable[[], int] | None = None
-    orchestrator: _Orchestrator = field(default_factory=_Orchestrator, init=False)
+    orchestrator: RecordingOrchestrator = field(default_factory=RecordingOrchestrator, init=False)
     _ids: itertools.count[int] = field(default_factory=itertools.count, init=False)
 
     # -- processes ---------------------------------------------------------------------------------
@@ -219,7 +196,7 @@ class Harness:
                 waiting = False
             invocations.append("ModelStep")
             try:
-                result = self._handlers()["stepline-model-step"](event, _LambdaContext(uuid.uuid4().hex))
+                result = self._handlers()["stepline-model-step"](event, LambdaContext(uuid.uuid4().hex))
             except Exception as error:
                 if isinstance(error, TransientModelError) and retries < _ASL_RETRIES:
                     retries += 1
@@ -239,21 +216,21 @@ class Harness:
                 continue
             if kind in ("finished", "aborted"):
                 invocations.append("FinalizeRun")
-                self._handlers()["stepline-finalize-run"](event, _LambdaContext(uuid.uuid4().hex))
+                self._handlers()["stepline-finalize-run"](event, LambdaContext(uuid.uuid4().hex))
             else:
                 self._fail(event | {"input": {**event, "step": {"next": kind, "detail": result}}}, invocations)
             return self._result(run_id, invocations)
 
     def _fail(self, event: dict[str, Any], invocations: list[str]) -> None:
         invocations.append("FailRun")
-        self._handlers()["stepline-fail-run"](event, _LambdaContext(uuid.uuid4().hex))
+        self._handlers()["stepline-fail-run"](event, LambdaContext(uuid.uuid4().hex))
 
     def _await(
         self, event: dict[str, Any], token: str, invocations: list[str], approve: Approve, answer: Answer
     ) -> bool:
         """AwaitInput, then the decisions given: True when the wait was resumed (the run goes on)."""
         invocations.append("AwaitInput")
-        self._handlers()["stepline-await-input"](event | {"taskToken": token}, _LambdaContext(uuid.uuid4().hex))
+        self._handlers()["stepline-await-input"](event | {"taskToken": token}, LambdaContext(uuid.uuid4().hex))
         if token in self.orchestrator.resumed:
             return True
         run_id = str(event["runId"])
