@@ -56,7 +56,7 @@ def test_it_writes_the_project_files_and_refuses_to_overwrite_them(project: Path
     }
     readme = (project / "README.md").read_text()
     assert "STEPLINE_AGENT=agent:agent stepline dev" in readme and "python -m pytest" in readme
-    assert f'pip install -e "{REPO}[local]" -e .' in readme
+    assert f'pip install -e "{REPO}[local]" -e ".[dev]"' in readme
     with pytest.raises(InitError, match="already exist"):
         init_project(project)
 
