@@ -1,8 +1,9 @@
 """Schemathesis against the app's own OpenAPI document, over the local backend: no 5xx, and every
-answer true to the document (status codes, content types, the `ErrorBody` of every refusal).
+answer true to the document (status codes, content types, the `ErrorBody` of every refusal,
+invalid input refused, unsupported methods answered 405).
 
-Bounded and deterministic: at most `MAX_EXAMPLES` generated requests per operation (schemathesis
-adds a few of its own, such as unsupported methods), derandomized, no deadline. The model is a
+Bounded and deterministic: `MAX_EXAMPLES` per operation and phase, derandomized, no deadline (about
+370 requests over the 11 operations, under 20 s on a loaded 2-core machine). The model is a
 scripted one that answers at once, so the time goes to generating and checking requests.
 """
 
@@ -14,16 +15,15 @@ from pathlib import Path
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
+from schemathesis.specs.openapi.checks import allow_header_conformance, positive_data_acceptance
 
 from tests.support.server import Running, config, running, write_book
 
-MAX_EXAMPLES = 12
+MAX_EXAMPLES = 10
+EXCLUDED = [positive_data_acceptance, allow_header_conformance]
+"""Every default check but two: the documented chat body is looser than its validation on purpose
+(`messages` as objects; the route validates them as the SDK does, and a 400 names what is wrong), and
+Starlette's 405 lists only the methods of the first route matching a path (GET, not also DELETE)."""
 ANSWER = [
     {"type": "stream-start", "warnings": []},
     {"type": "text-start", "id": "t1"},
@@ -57,7 +57,4 @@ schema = schemathesis.pytest.from_fixture("api_schema")
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture],
 )
 def test_every_operation_answers_as_documented_and_never_5xx(case: schemathesis.Case) -> None:
-    case.call_and_validate(
-        timeout=30,
-        checks=[not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance],
-    )
+    case.call_and_validate(timeout=30, excluded_checks=EXCLUDED)

@@ -4,7 +4,9 @@ from the project directory (a chat turn calls the project's tool), and its templ
 from __future__ import annotations
 
 import copy
+import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -56,7 +58,7 @@ def test_it_writes_the_project_files_and_refuses_to_overwrite_them(project: Path
     }
     readme = (project / "README.md").read_text()
     assert "STEPLINE_AGENT=agent:agent stepline dev" in readme and "python -m pytest" in readme
-    assert f'pip install -e "{REPO}[local]" -e .' in readme
+    assert f'pip install -e "{REPO}[local]" -e ".[dev]"' in readme
     with pytest.raises(InitError, match="already exist"):
         init_project(project)
 
@@ -209,3 +211,24 @@ def test_the_generated_code_is_ruff_clean_under_its_own_settings(project: Path) 
             check=False,
         )
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+PYRIGHT = REPO / "tests" / "node" / "node_modules" / ".bin" / "pyright"
+
+
+@pytest.mark.skipif(not PYRIGHT.exists(), reason="pyright is installed by .ci/install (npm ci in tests/node)")
+def test_the_generated_code_is_pyright_strict_clean(project: Path, tmp_path: Path) -> None:
+    checked = tmp_path / "checked"
+    shutil.copytree(project, checked)
+    settings = {"extraPaths": [str(SHARED)], "typeCheckingMode": "strict", "reportMissingTypeStubs": False}
+    (checked / "pyrightconfig.json").write_text(json.dumps(settings))
+
+    def pyright() -> subprocess.CompletedProcess[str]:
+        command = [str(PYRIGHT), "--pythonpath", sys.executable]
+        return subprocess.run(command, cwd=checked, capture_output=True, text=True, timeout=300, check=False)
+
+    clean = pyright()
+    assert clean.returncode == 0, clean.stdout[-3000:] + clean.stderr
+    with (checked / "agent.py").open("a") as agent:
+        agent.write('\nwrong: int = "not an int"\n')  # the check reads these files: a type error fails it
+    assert pyright().returncode != 0

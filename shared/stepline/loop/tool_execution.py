@@ -85,6 +85,8 @@ async def _run_tool(
         # Approved while the run waited, then the tool left the agent (a redeploy): the model reads
         # why, the run goes on (never a stuck or failed run).
         gone = NoSuchToolError(call.tool_name, sorted(t.name for t in config.tools if not t.client_side))
+        if config.tool_guard is not None and (await config.tool_guard.before(call, step_number)).action == "run":
+            await config.tool_guard.after(call, None, error_message(gone))  # its record ends as this error
         await emit(sp.ToolError(error=gone, **common))
         return ToolResultRecord(
             tool_call_id=call.tool_call_id, tool_name=call.tool_name, error_text=error_message(gone)

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..errors import StepLineError
+
 __all__ = ["add_init_parser"]
 
 
@@ -20,7 +22,12 @@ def add_init_parser(commands: Any) -> None:
 
 
 def _init(args: argparse.Namespace, out: TextIO) -> None:
-    from .scaffold import AGENT_REFERENCE, init_project  # PyYAML (the local extra) only for this command
+    try:
+        from .scaffold import AGENT_REFERENCE, init_project  # PyYAML (the local extra) only for this command
+    except ModuleNotFoundError as error:
+        raise StepLineError(
+            f"stepline init needs the local extra (no module {error.name}): pip install 'stepline[local]'"
+        ) from None
 
     scaffold = init_project(args.directory, force=args.force, template_only=args.template_only, stepline=args.stepline)
     out.write(f"Wrote {', '.join(scaffold.written)} in {scaffold.directory}\n")

@@ -181,7 +181,7 @@ with a scripted model, `book.json` is what it answers locally until you give it 
 Stepline is not on PyPI; install it from its checkout (or a wheel built from it), then this project:
 
 ```sh
-pip install -e "$stepline_install[local]" -e .
+pip install -e "$stepline_install[local]" -e ".[dev]"   # .[dev] adds pytest
 ```
 
 ## Run it, test it

@@ -1,7 +1,7 @@
 """`stepline init DIR`: a project of your own, with an agent, its tests, and how to run and deploy it.
 
     stepline init my-agent
-    cd my-agent && pip install -e "<stepline>[local]" -e . && python -m pytest
+    cd my-agent && pip install -e "<stepline>[local]" -e ".[dev]" && python -m pytest
     STEPLINE_AGENT=agent:agent stepline dev
 
 Writes pyproject.toml, agent.py, tests/test_agent.py, book.json (the script book the agent plays

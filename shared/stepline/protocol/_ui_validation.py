@@ -331,6 +331,8 @@ def _issue(detail: ErrorDetails, path: str, raw: object, known: list[Issue]) -> 
     reported = any(p == where or p.startswith((f"{where}.", f"{where}[")) for p, _ in known)
     if at_model and detail["type"] == "value_error" and reported:
         return None  # a model-level rule that the raw pass has already reported with a precise path
+    if where == f"{path}.role" and detail["type"] == "literal_error":
+        return where, f"Unsupported role ({_reason(detail)})"  # the SDK's convertToModelMessages's words
     return where, _reason(detail)
 
 

@@ -40,9 +40,11 @@ from ..runtime import worker
 from ..runtime.handlers import Handler, TransientModelError, handlers
 from ..runtime.services import Services
 from ..store.blobs import MemoryBlobStore
+from ..store.errors import ActiveRunExists
 from ..store.memory import MemoryStore
-from ..store.records import ApprovalRecord, RunRecord
+from ..store.records import WAITING_RUN, ApprovalRecord, RunRecord
 from ..store.replay import chunks_of
+from .engine import LambdaContext, RecordingOrchestrator
 from .result import ToolExecution, TurnResult
 
 __all__ = ["Answer", "Approve", "Harness", "HarnessError", "run_turn", "run_turn_async"]
@@ -61,30 +63,6 @@ _ASL_RETRIES = 3  # the ASL's Retry on TransientModelError: MaxAttempts 3 after 
 
 class HarnessError(StepLineError, AssertionError):
     """The durable path did something a deployment would get stuck on (a wait never resumed)."""
-
-
-class _Orchestrator:
-    """Records what the worker asks of Step Functions: starts, stops and resumed task tokens."""
-
-    def __init__(self) -> None:
-        self.started: list[str] = []
-        self.resumed: set[str] = set()
-
-    def start_run(self, user_id: str, run_id: str) -> None:
-        self.started.append(run_id)
-
-    def stop_run(self, user_id: str, run_id: str) -> None:
-        pass
-
-    def resume(self, task_token: str) -> bool:
-        first = task_token not in self.resumed
-        self.resumed.add(task_token)
-        return first
-
-
-class _LambdaContext:
-    def __init__(self, request_id: str) -> None:
-        self.aws_request_id = request_id
 
 
 @dataclass
@@ -109,7 +87,7 @@ class Harness:
     store: MemoryStore = field(default_factory=MemoryStore)
     blobs: MemoryBlobStore = field(default_factory=MemoryBlobStore)
     clock: Callable[[], int] | None = None
-    orchestrator: _Orchestrator = field(default_factory=_Orchestrator, init=False)
+    orchestrator: RecordingOrchestrator = field(default_factory=RecordingOrchestrator, init=False)
     _ids: itertools.count[int] = field(default_factory=itertools.count, init=False)
 
     # -- processes ---------------------------------------------------------------------------------
@@ -133,7 +111,7 @@ class Harness:
             elif isinstance(source, AgentSet):
                 agents = source
             else:
-                agents = AgentSet(dict(cast(Mapping[str, Agent], source)))
+                agents = _agent_set(cast(Mapping[str, Agent], source))
         if self.model is None:
             return agents
         models: Mapping[str, LanguageModel] = (
@@ -162,7 +140,9 @@ class Harness:
         """Send a user message (text, or a UIMessage dict) and run the turn as far as it goes.
 
         The turn ends completed, failed or aborted, or waiting when an approval or question was
-        left undecided (`approve`/`answer` gave nothing for it): `resume` goes on from there.
+        left undecided (`approve`/`answer` gave nothing for it): `resume` goes on from there. A
+        new turn in a conversation whose run waits aborts that run first (`new_user_message`), as
+        the chat endpoint does.
         """
         n = next(self._ids)
         conversation = conversation_id or f"conversation-{uuid.uuid4().hex[:12]}"
@@ -173,17 +153,23 @@ class Harness:
             else dict(prompt)
         )
         invocations = ["BeginTurn"]
-        worker.begin_turn(
-            self.services(),
-            self.user_id,
-            conversation_id=conversation,
-            run_id=run_id,
-            assistant_message_id=f"assistant-{run_id}",
-            user_message=message,
-            agent=agent,
-            claims=dict(self.claims) if self.claims is not None else None,
-            body=body,
-        )
+        begin: dict[str, Any] = {
+            "conversation_id": conversation,
+            "run_id": run_id,
+            "assistant_message_id": f"assistant-{run_id}",
+            "user_message": message,
+            "agent": agent,
+            "claims": dict(self.claims) if self.claims is not None else None,
+            "body": body,
+        }
+        try:
+            worker.begin_turn(self.services(), self.user_id, **begin)
+        except ActiveRunExists:  # as the chat endpoint does: a run left waiting is closed, the user moved on
+            active = self.run(self.store.get_conversation(self.user_id, conversation).active_run_id or "")
+            if active.status not in WAITING_RUN:
+                raise
+            worker.abort_run(self.services(), self.user_id, active.run_id, reason="new_user_message")
+            worker.begin_turn(self.services(), self.user_id, **begin)
         if run_id not in self.orchestrator.started:  # on_start failed: the run ended in BeginTurn
             return self._result(run_id, invocations)
         return self._drive(run_id, invocations, approve, answer)
@@ -210,7 +196,7 @@ class Harness:
                 waiting = False
             invocations.append("ModelStep")
             try:
-                result = self._handlers()["stepline-model-step"](event, _LambdaContext(uuid.uuid4().hex))
+                result = self._handlers()["stepline-model-step"](event, LambdaContext(uuid.uuid4().hex))
             except Exception as error:
                 if isinstance(error, TransientModelError) and retries < _ASL_RETRIES:
                     retries += 1
@@ -230,21 +216,21 @@ class Harness:
                 continue
             if kind in ("finished", "aborted"):
                 invocations.append("FinalizeRun")
-                self._handlers()["stepline-finalize-run"](event, _LambdaContext(uuid.uuid4().hex))
+                self._handlers()["stepline-finalize-run"](event, LambdaContext(uuid.uuid4().hex))
             else:
                 self._fail(event | {"input": {**event, "step": {"next": kind, "detail": result}}}, invocations)
             return self._result(run_id, invocations)
 
     def _fail(self, event: dict[str, Any], invocations: list[str]) -> None:
         invocations.append("FailRun")
-        self._handlers()["stepline-fail-run"](event, _LambdaContext(uuid.uuid4().hex))
+        self._handlers()["stepline-fail-run"](event, LambdaContext(uuid.uuid4().hex))
 
     def _await(
         self, event: dict[str, Any], token: str, invocations: list[str], approve: Approve, answer: Answer
     ) -> bool:
         """AwaitInput, then the decisions given: True when the wait was resumed (the run goes on)."""
         invocations.append("AwaitInput")
-        self._handlers()["stepline-await-input"](event | {"taskToken": token}, _LambdaContext(uuid.uuid4().hex))
+        self._handlers()["stepline-await-input"](event | {"taskToken": token}, LambdaContext(uuid.uuid4().hex))
         if token in self.orchestrator.resumed:
             return True
         run_id = str(event["runId"])
@@ -331,10 +317,24 @@ class Harness:
         )
 
 
-def _with_model(agent: Agent, model: LanguageModel) -> Agent:
-    """The agent with another model, validated and fingerprinted as a definition of its own."""
+def _with(agent: Agent, **changes: Any) -> Agent:
+    """The agent with other settings, validated and fingerprinted as a definition of its own."""
     fields = {name: getattr(agent, name) for name in type(agent).model_fields}
-    return Agent(**(fields | {"model": model}))
+    return Agent(**(fields | changes))
+
+
+def _with_model(agent: Agent, model: LanguageModel) -> Agent:
+    return _with(agent, model=model)
+
+
+def _agent_set(mapping: Mapping[str, Agent]) -> AgentSet:
+    """A mapping as `STEPLINE_AGENT` reads one: an unnamed agent takes its key as its name."""
+    agents: dict[str, Agent] = {}
+    for key, agent in mapping.items():
+        if agent.name not in (key, "agent"):
+            raise HarnessError(f"entry {key!r} holds the agent named {agent.name!r}; use one name")
+        agents[key] = agent if agent.name == key else _with(agent, name=key)
+    return AgentSet(agents)
 
 
 def _decision_for(approval: ApprovalRecord, approve: Approve) -> Decision | None:

@@ -59,7 +59,7 @@ def assert_issue(value: object, path: str, reason: str, **options: Any) -> None:
         (["hello"], "messages[0]", "must be an object"),
         ([{"role": "user", "parts": [TEXT]}], "messages[0].id", "required field is missing"),
         ([{"id": 7, "role": "user", "parts": [TEXT]}], "messages[0].id", "must be a string"),
-        ([{"id": "t", "role": "tool", "parts": [TEXT]}], "messages[0].role", "must be one of"),
+        ([{"id": "t", "role": "tool", "parts": [TEXT]}], "messages[0].role", "Unsupported role (must be one of"),
         ([{"id": "u", "role": "user", "parts": []}], "messages[0].parts", "at least one part"),
         ([{"id": "a", "role": "assistant"}], "messages[0].parts", "required field is missing"),
         ([{"id": "a", "role": "assistant", "parts": {}}], "messages[0].parts", "must be an array"),

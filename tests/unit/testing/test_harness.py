@@ -254,7 +254,28 @@ def test_a_redeploy_while_waiting_continues_with_the_new_definition_and_a_remove
     assert done.run.agent_fingerprint == started_with  # the run records the definition it started with
     (part,) = [p for p in done.parts if p["type"] == "tool-write_note"]
     assert part["state"] == "output-error" and "write_note" in part["errorText"], part
-    assert done.tool("write_note").status == "error"
+    note = done.tool("write_note")  # the store records the same error, not a call left pending
+    assert note.status == "error" and note.error is not None and "AI_NoSuchToolError" in note.error
     (result,) = [m for m in model.calls[1].prompt if isinstance(m, ToolModelMessage)]
     assert "AI_NoSuchToolError" in result.model_dump_json()  # the model reads why
     assert system_text(model.calls[1].prompt) == "v2"  # the next step runs the new definition
+
+
+def test_a_new_message_while_the_run_waits_closes_that_run_as_the_chat_endpoint_does() -> None:
+    harness = Harness(AGENT, model=scripted_model([call("write_note", title="t", body="b"), text("Hi again.")]))
+    waiting = harness.turn("note")
+    moved_on = harness.turn("never mind, hello", conversation_id=waiting.conversation_id)
+    assert moved_on.text == "Hi again." and written == []
+    left = harness.run(waiting.run_id)
+    assert (left.status, left.cancel_reason) == ("aborted", "new_user_message")
+
+
+def test_a_mapping_names_its_unnamed_agents_by_their_keys_as_stepline_agent_does() -> None:
+    model = scripted_model([text("one"), text("two")])
+    harness = Harness({"first": Agent(), "second": Agent(instructions="2")}, model=model)
+    first = harness.turn("hi", agent="second")
+    again = harness.turn("again", conversation_id=first.conversation_id)
+    assert (first.run.agent, again.run.agent) == ("second", "second")
+    assert [system_text(c.prompt) for c in model.calls] == ["2", "2"]
+    with pytest.raises(HarnessError, match="entry 'x' holds the agent named 'y'"):
+        Harness({"x": Agent(name="y")}).services()
