@@ -284,6 +284,10 @@ class Agent(BaseModel):
         }
         return options
 
+    def renamed(self, name: str) -> Agent:
+        """The same agent under another name (a mapping's key), with its own fingerprint."""
+        return Agent(**{**{k: getattr(self, k) for k in type(self).model_fields}, "name": name})
+
     def fingerprint(self) -> str:
         """A digest of the definition (settings, tool schemas, callables by qualified name).
 

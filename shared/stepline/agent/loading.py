@@ -136,7 +136,7 @@ def load_agents(reference: str, *, search: Path | None = None) -> AgentSet:
                 raise AgentLoadError(
                     f"STEPLINE_AGENT={reference}: entry {key!r} holds the agent named {agent.name!r}; use one name"
                 )
-            agents[key] = agent if agent.name == key else agent.model_copy(update={"name": key})
+            agents[key] = agent if agent.name == key else agent.renamed(key)
         return AgentSet(agents, reference)
     raise AgentLoadError(
         f"STEPLINE_AGENT={reference}: {attribute} is a {type(value).__name__}, not an Agent or a mapping of agents"
