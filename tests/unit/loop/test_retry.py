@@ -160,8 +160,9 @@ def test_no_automatic_retry_after_visible_text() -> None:
     assert [c["delta"] for c in chunks if c["type"] == "text-delta"] == ["Hel"]
     assert [c for c in chunks if c["type"] == "error"] != []
     assert not [c for c in chunks if c["type"] == "data-retry"]
+    # Not retryable from the step's start either: the durable path (Step Functions) must not redo it.
     outcome = result.outcome
-    assert outcome is not None and outcome.kind == "failed" and outcome.retryable is True
+    assert outcome is not None and outcome.kind == "failed" and outcome.retryable is False
     assert "finish" not in kinds(parts)
 
 
