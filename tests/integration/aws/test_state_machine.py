@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from stepline.llm.scripted import ScriptedModel
-from stepline.local.workflow import SimulatedCrash
+from stepline.local.workflow import ASL_PATH, SimulatedCrash
 from stepline.loop.tools import Tool
 from stepline.protocol._json import loads_strict
 from stepline.runtime import worker
-from stepline.runtime.retries import INTERRUPTED
+from stepline.runtime.retries import INTERRUPTED, STEP_RETRIES
 from stepline.store.replay import chunks_of
 from tests.support.local_aws import LocalAws, local_aws
 from tests.support.runs import (
@@ -166,6 +166,23 @@ def test_a_model_error_before_any_output_is_retried_by_step_functions_and_record
         # client stops reading at an `error`, and this run went on
         kinds = [c["type"] for c in chunks_of(aws.services.store.events_after(USER, run_id, 0, now=0))]
         assert "error" not in kinds and "reset-step" in kinds and kinds[-1] == "finish"
+
+
+def test_step_functions_retries_a_step_only_as_often_as_the_asl_allows_and_records_each() -> None:
+    asl = loads_strict(ASL_PATH.read_text())
+    (retrier,) = [r for r in asl["States"]["ModelStep"]["Retry"] if "TransientModelError" in r["ErrorEquals"]]
+    assert retrier["ErrorEquals"] == ["TransientModelError"]  # its own budget, not shared with crashes
+    assert retrier["MaxAttempts"] == STEP_RETRIES
+    down = ScriptedModel.from_script([{"raise": {"kind": "overloaded"}, "parts": []}] * (STEP_RETRIES + 2))
+    with local_aws(down, max_retries=0) as aws:
+        run_id = begin(aws)
+        assert aws.wait_execution(run_id, timeout=60) == "FAILED"
+        assert len(down.calls) == STEP_RETRIES + 1  # every retry asked for happened, and no more
+        message = final_message(aws, run_id)
+        assert [r["attempt"] for r in message["metadata"]["retries"]] == list(range(1, STEP_RETRIES + 1))
+        assert message["metadata"]["error"]["code"] == "overloaded"
+        run = aws.services.store.get_run(USER, run_id)
+        assert run.error is not None and run.error["code"] == "overloaded"
 
 
 def test_a_model_error_after_visible_text_keeps_the_partial_text_and_is_not_retried() -> None:
