@@ -6,13 +6,19 @@ local runtime and the tests bind the same handlers to their own services.
 
 from __future__ import annotations
 
+import functools
+import logging
+import traceback
 from collections.abc import Callable
 from typing import Any
 
+from ..store.errors import ConcurrentUpdate
 from . import worker
 from .services import Services
 
-__all__ = ["HANDLER_NAMES", "Handler", "TransientModelError", "handlers", "logical_name"]
+__all__ = ["HANDLER_NAMES", "Handler", "StepFailed", "TransientModelError", "handlers", "logical_name"]
+
+_LOG = logging.getLogger("stepline.runtime")
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 HANDLER_NAMES = (
@@ -34,6 +40,33 @@ _ONGOING = frozenset({"continue", "await-approval", "await-client"})
 
 class TransientModelError(Exception):
     """The model failed in a way worth retrying the whole step (the ASL retries this name)."""
+
+
+class StepFailed(Exception):
+    """An unexpected error in a worker, as Step Functions records it: a fixed sentence.
+
+    The original's message may quote anything (a record, a provider's reply); the execution
+    history keeps this one instead, and the function's log the original's class and frames.
+    """
+
+
+_PASS_THROUGH = (TransientModelError, ConcurrentUpdate)
+"""Errors the ASL matches by name (retries): raised as they are, their messages are ours."""
+
+
+def _guarded(name: str, handler: Handler) -> Handler:
+    @functools.wraps(handler)
+    def run(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        try:
+            return handler(event, context)
+        except _PASS_THROUGH:
+            raise
+        except Exception as error:
+            frames = "".join(traceback.format_tb(error.__traceback__))
+            _LOG.error("%s failed with %s at\n%s", name, type(error).__name__, frames)
+            raise StepFailed(f"{name} failed unexpectedly; its log has the details") from None
+
+    return run
 
 
 def handlers(services: Callable[[], Services]) -> dict[str, Handler]:
@@ -69,7 +102,8 @@ def handlers(services: Callable[[], Services]) -> dict[str, Handler]:
         message, code = _step_error(event.get("input") or {})
         return worker.fail_run(services(), event["userId"], event["runId"], message, code)
 
-    return dict(zip(HANDLER_NAMES, (model_step, await_input, expire_input, finalize_run, fail_run), strict=True))
+    functions = (model_step, await_input, expire_input, finalize_run, fail_run)
+    return {name: _guarded(name, function) for name, function in zip(HANDLER_NAMES, functions, strict=True)}
 
 
 _CAUGHT: dict[str, tuple[str, str]] = {
@@ -77,6 +111,7 @@ _CAUGHT: dict[str, tuple[str, str]] = {
     "States.Timeout": ("the step timed out", "step_timeout"),
     "States.HeartbeatTimeout": ("the step timed out", "step_timeout"),
     "ConcurrentUpdate": ("the run kept changing under the step", "concurrent_update"),
+    "StepFailed": ("the step failed unexpectedly", "step_failed"),
 }
 
 
