@@ -36,9 +36,10 @@ from .redaction import Redactor
 
 __all__ = ["DeltaMasker", "JsonMasker", "ShapeMasker"]
 
-_TOKEN_TAIL: Final = re.compile(r"[A-Za-z0-9_\-.~+/=]*\Z")
+_TOKEN_CHARS: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.~+/=")
 """The characters a credential the `Redactor` knows by shape can be made of."""
 _BEARER_TAIL: Final = re.compile(r"\bBearer\s+\Z", re.IGNORECASE)
+_BEARER_WINDOW: Final = 64
 _LONGEST_HELD: Final = 4096
 """A run of token characters longer than this is let through (masked as it stands)."""
 _TOOL_END_CHUNKS: Final = frozenset(
@@ -56,11 +57,13 @@ class ShapeMasker:
     def feed(self, delta: str) -> str:
         """The masked text that is certain now (the trailing token is held back)."""
         text = self._held + delta
-        cut = _TOKEN_TAIL.search(text)
-        start = cut.start() if cut is not None else len(text)
-        bearer = _BEARER_TAIL.search(text, 0, start)
+        start = len(text)
+        while start > 0 and text[start - 1] in _TOKEN_CHARS:  # linear in the tail, never the text
+            start -= 1
+        window = max(0, start - _BEARER_WINDOW)
+        bearer = _BEARER_TAIL.search(text[window:start])
         if bearer is not None:
-            start = bearer.start()
+            start = window + bearer.start()
         if len(text) - start > _LONGEST_HELD:
             start = len(text)
         self._held = text[start:]

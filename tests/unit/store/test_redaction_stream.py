@@ -90,3 +90,10 @@ def test_flush_sends_what_is_held_at_a_step_boundary_and_on_demand() -> None:
     masker.mask([TextDeltaChunk(id="t", delta="Half")])
     assert [c.to_wire() for c in masker.flush()] == [{"type": "text-delta", "id": "t", "delta": "Half"}]
     assert masker.flush() == []
+
+
+def test_a_long_run_of_token_characters_passes_through_in_linear_time() -> None:
+    # a 100 KiB word in one delta (a file's content, base64): scanned once, never per character
+    word = "p" * 100_000
+    masker = ShapeMasker(Redactor())
+    assert masker.feed(word) + masker.feed(" end") + masker.flush() == word + " end"
