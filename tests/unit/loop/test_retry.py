@@ -256,3 +256,20 @@ def test_a_retryable_error_reported_inside_the_stream_before_output_is_retried()
     assert text == "ok"
     assert len(model.calls) == 2 and len(delays) == 1
     assert "error" not in types and "data-retry" in types
+
+
+def test_a_providers_in_stream_error_json_is_classified_retried_before_output_and_named_plainly() -> None:
+    # An adapter (or a script) may hand the loop the provider's own JSON: it is classified the same
+    # way as a typed error, so an overload before any output is retried ...
+    overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}
+    sleep = FakeSleep()
+    scripted = model({"parts": [overloaded]}, text_step("fine now"))
+    result, _, _ = _run(scripted, sleep=sleep)
+    assert len(scripted.calls) == 2 and [r.reason for r in result.state.retries] == ["overloaded"]
+    # ... and after visible text it ends the step with a plain sentence, never a class name.
+    scripted = model({"parts": [*text("t", "Half"), overloaded]}, text_step("unused"))
+    result, _, _ = _run(scripted, sleep=FakeSleep())
+    outcome = result.outcome
+    assert outcome is not None and outcome.kind == "failed" and outcome.retryable is False
+    assert outcome.error_text == "Scripted stream error overloaded_error: busy"
+    assert "Error" not in (outcome.error_text or "").replace("_error", "")
