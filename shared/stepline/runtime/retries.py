@@ -22,11 +22,23 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from ..loop.state import LoopState
 from ..protocol.chunks import DataChunk
 from ..protocol.metadata import RetryRecord
+from ..store.ports import Store
 from ..store.records import EventRecord
+from .recorder import RunRecorder
 
-__all__ = ["INTERRUPTED", "STEP_RETRIES", "interrupted", "logged", "marker", "step_retries"]
+__all__ = [
+    "INTERRUPTED",
+    "STEP_RETRIES",
+    "interrupted",
+    "logged",
+    "marker",
+    "redo_attempts",
+    "run_retries",
+    "step_retries",
+]
 
 STEP_RETRIES = 3
 """Times Step Functions retries a step that failed transiently before any output: the ASL's
@@ -84,3 +96,29 @@ def marker(reason: str, attempt: int) -> DataChunk:
     # so a redone step's message is the one an uninterrupted run stores).
     data: dict[str, JsonValue] = {"reason": reason, "attempt": attempt}
     return DataChunk(type="data-retry", id=f"retry-{attempt}", data=data, transient=True)
+
+
+def redo_attempts(state: LoopState, attempts: list[EventRecord], recorder: RunRecorder, *, now: int) -> LoopState:
+    """Earlier attempts of this step: their streamed parts dropped, their retries carried on.
+
+    An attempt whose function crashed or timed out mid-step is an infrastructure retry: the step is
+    redone from the checkpoint (`reset-step`), whatever it had streamed, and that redo is recorded.
+    """
+    retries = [*state.retries, *logged(attempts)]
+    if any(c.get("type") == "start-step" for e in attempts for c in e.chunks):
+        crashed = interrupted(attempts)
+        recorder.redo_step()  # an attempt of this step that crashed or failed streamed parts: drop them
+        if crashed:
+            record = RetryRecord(reason=INTERRUPTED, attempt=len(retries) + 1, at=now)
+            recorder.write([marker(record.reason, record.attempt)])
+            retries.append(record)
+    return state.model_copy(update={"retries": retries}) if retries != state.retries else state
+
+
+def run_retries(store: Store, user_id: str, run_id: str, *, now: int) -> list[RetryRecord]:
+    """The checkpoint's retries and those the unfinished step's attempts logged since."""
+    checkpoint = store.latest_checkpoint(user_id, run_id)
+    if checkpoint is None:
+        return []
+    state = LoopState.model_validate(checkpoint.state)
+    return [*state.retries, *logged(store.events_after(user_id, run_id, checkpoint.last_event_seq, now=now))]

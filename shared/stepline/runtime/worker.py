@@ -30,12 +30,11 @@ from ..protocol.chunks import (
     StartChunk,
     ToolApprovalResponseChunk,
 )
-from ..protocol.metadata import RetryRecord
 from ..protocol.to_chunks import DEFAULT_ERROR_TEXT
 from ..store.errors import ConcurrentUpdate, Conflict, NotFound, TerminalState
 from ..store.history import history_messages
 from ..store.ports import FinishRun, TurnStart, TurnStarted
-from ..store.records import TERMINAL, ApprovalRecord, EventRecord, RunRecord, StepRecordRow, ToolCallRecord
+from ..store.records import TERMINAL, ApprovalRecord, RunRecord, StepRecordRow, ToolCallRecord
 from ..tools.context import RunContext
 from . import retries as retry_log
 from .recorder import RunRecorder
@@ -157,7 +156,7 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
     replay = [e for e in since if e.seq > message.snapshot_seq]
     recorder = RunRecorder(store, run, message, now=services.clock, window=services.delta_window, replay=replay)
     attempts = [e for e in since if e.seq > checkpoint.last_event_seq]
-    state = _redo_attempts(services, state, attempts, recorder)
+    state = retry_log.redo_attempts(state, attempts, recorder, now=services.clock())
     abort = AbortSignal()
     context = RunContext(
         user_id=user_id,
@@ -190,25 +189,6 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
     if outcome.kind == "failed":
         return _failed(services, run, outcome, recorder, retry_log.step_retries(attempts))
     return _persist(services, run, outcome, recorder)
-
-
-def _redo_attempts(
-    services: Services, state: LoopState, attempts: list[EventRecord], recorder: RunRecorder
-) -> LoopState:
-    """Earlier attempts of this step: their streamed parts dropped, their retries carried on.
-
-    An attempt whose function crashed or timed out mid-step is an infrastructure retry: the step is
-    redone from the checkpoint (`reset-step`), whatever it had streamed, and that redo is recorded.
-    """
-    retries = [*state.retries, *retry_log.logged(attempts)]
-    if any(c.get("type") == "start-step" for e in attempts for c in e.chunks):
-        crashed = retry_log.interrupted(attempts)
-        recorder.redo_step()  # an attempt of this step that crashed or failed streamed parts: drop them
-        if crashed:
-            record = RetryRecord(reason=retry_log.INTERRUPTED, attempt=len(retries) + 1, at=services.clock())
-            recorder.write([retry_log.marker(record.reason, record.attempt)])
-            retries.append(record)
-    return state.model_copy(update={"retries": retries}) if retries != state.retries else state
 
 
 def _failed(
@@ -587,21 +567,11 @@ def fail_run(services: Services, user_id: str, run_id: str, message: str, code: 
     now = services.clock()
     info: dict[str, Any] = {"message": message, "at": now, **({"code": code} if code else {})}
     metadata: dict[str, Any] = {"completedAt": now, "finishReason": "error", "error": info}
-    retries = _run_retries(services, user_id, run_id)
+    retries = retry_log.run_retries(services.store, user_id, run_id, now=services.clock())
     if retries:
         metadata["retries"] = [r.to_wire() for r in retries]
     chunks = [MessageMetadataChunk(message_metadata=metadata), ErrorChunk(error_text=DEFAULT_ERROR_TEXT)]
     return _end(services, user_id, run_id, chunks, "failed", metadata, error=info, finish_reason="error")
-
-
-def _run_retries(services: Services, user_id: str, run_id: str) -> list[RetryRecord]:
-    """The checkpoint's retries and those the unfinished step's attempts logged since."""
-    checkpoint = services.store.latest_checkpoint(user_id, run_id)
-    if checkpoint is None:
-        return []
-    state = LoopState.model_validate(checkpoint.state)
-    since = services.store.events_after(user_id, run_id, checkpoint.last_event_seq, now=services.clock())
-    return [*state.retries, *retry_log.logged(since)]
 
 
 def abort_run(services: Services, user_id: str, run_id: str, *, reason: str = "user_cancelled") -> dict[str, Any]:
