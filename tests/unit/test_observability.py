@@ -61,3 +61,20 @@ def test_a_failure_is_counted_and_reraised_without_its_message(capsys: pytest.Ca
     emf = next(r for r in records if "_aws" in r)
     assert emf["ObservedFailure"] == [1.0] and emf["outcome"] == "error"
     assert all("private text" not in json.dumps(r) for r in records)
+
+
+def test_what_a_worker_logs_is_masked_on_the_way_out(capsys: pytest.CaptureFixture[str]) -> None:
+    import logging
+
+    def model_step(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        # a slip a reviewer could miss: a key quoted in a message, a secret under a sensitive name
+        logging.getLogger("stepline-observed-masking").info(
+            "calling with sk-ant-api03-abcdefghijklmnop", extra={"api_key": "plain-value"}
+        )
+        return {"next": "continue"}
+
+    handler = instrument("stepline-observed-masking", model_step)
+    handler({"userId": "alice", "runId": "run-9"}, Context(function_name="stepline-observed-masking"))
+    out = capsys.readouterr().out
+    assert "calling with *****" in out
+    assert "sk-ant-api03" not in out and "plain-value" not in out

@@ -11,19 +11,33 @@ count each worker's outcomes, e.g. `ModelStep` with dimension `next=continue`.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
 from ..runtime.handlers import Handler, logical_name
+from ..store.redaction import RedactingFilter
 
-__all__ = ["instrument"]
+__all__ = ["instrument", "redact_logs"]
+
+
+def redact_logs(*handlers: logging.Handler) -> None:
+    """Put a `RedactingFilter` on each handler (once): what a record says is masked before it is written.
+
+    On a handler, not a logger: a logger's filter does not see records its children propagate
+    (the `stepline.*` loggers propagate to the root, whose handler the Lambda runtime installs).
+    """
+    for handler in handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
 
 
 def instrument(function_name: str, handler: Handler) -> Handler:
     """`handler` with structured logs, an X-Ray subsegment and an outcome metric per invocation."""
     logger = Logger(service=function_name)
+    redact_logs(logger.registered_handler, *logging.getLogger().handlers)
     tracer = Tracer(service=function_name)
     metrics = Metrics(service=function_name)
     metric = logical_name(function_name)

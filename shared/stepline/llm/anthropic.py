@@ -154,13 +154,10 @@ def to_model_call_error(error: anthropic.APIError | httpx2.TransportError) -> Mo
     if isinstance(error, anthropic.APITimeoutError | httpx2.TimeoutException):
         return ModelCallError("the Anthropic request timed out", kind="timeout", provider=PROVIDER)
     if isinstance(error, anthropic.APIConnectionError | httpx2.TransportError):
-        reason = type(error).__name__
-        return ModelCallError(f"the connection to Anthropic failed ({reason})", kind="connection", provider=PROVIDER)
+        return ModelCallError("the connection to Anthropic failed or was lost", kind="connection", provider=PROVIDER)
     if isinstance(error, anthropic.APIStatusError):
         return _status_error(error)
-    return ModelCallError(
-        f"the Anthropic response was not understood ({type(error).__name__})", kind="other", provider=PROVIDER
-    )
+    return ModelCallError("the Anthropic response was not understood", kind="other", provider=PROVIDER)
 
 
 def _status_error(error: anthropic.APIStatusError) -> ModelCallError:

@@ -16,7 +16,8 @@ the parts each event yields:
       *_tool_result, mcp_tool_result  tool-result (provider-executed tools)
     message_delta                 stop reason, usage running totals
     message_stop                  finish
-    error                         error (the provider's `{type, message}`), then finish "error"
+    error                         error (a `ModelCallError` classified from the provider's `{type,
+                                  message}`: `overloaded_error` is retryable), then finish "error"
     ping, unknown events          nothing (a `raw` part for every event when asked)
 
 `close()` after the body ends raises a retryable `ModelCallError` if the stream stopped before
@@ -55,7 +56,7 @@ from .base import (
     V4ToolResult,
     V4Usage,
 )
-from .errors import ModelCallError
+from .errors import ModelCallError, in_stream_error
 
 __all__ = ["AnthropicStreamState", "finish_reason", "usage_from_anthropic"]
 
@@ -175,7 +176,10 @@ class AnthropicStreamState:
             case "error":
                 error = _dict(payload.get("error")) or payload
                 self._error_type = str(error.get("type") or "error")
-                return [V4Error(error=error)]
+                classified = in_stream_error(
+                    [error.get("type")], error.get("message"), provider="anthropic", label="Anthropic"
+                )
+                return [V4Error(error=classified)]
             case _:
                 return []  # ping, and events newer than this adapter
 

@@ -6,25 +6,75 @@
     UnsupportedCapabilityError     the model cannot take an input (a file type, …); never retried
 
 Provider adapters turn their SDK's exceptions into these; the loop reads only `retryable`,
-`retry_after` and `kind`. Messages never carry credentials or request bodies.
+`retry_after` and `kind`. Messages never carry credentials, request bodies or Python class names.
+
+One classification serves both providers: `from_status` for an HTTP status, `in_stream_error`
+for an error the provider reports inside a 200 stream, by its error code or type:
+
+    OpenAI (`error` event, `response.failed`)     Anthropic (`error` event)     kind
+    rate_limit_exceeded                           rate_limit_error              rate_limit
+    server_error, internal_error, api_error       api_error                     server
+    server_is_overloaded, overloaded, slow_down   overloaded_error              overloaded
+    timeout                                       timeout_error                 timeout
+    context_length_exceeded, invalid_prompt,      invalid_request_error,        bad_request
+      invalid_request_error                         request_too_large
+    -                                             authentication_error,         auth
+                                                    permission_error
+    -                                             not_found_error               not_found
+    insufficient_quota (a billing stop)           billing_error                 not retryable
+    anything else                                                               other (not retryable)
 """
 
 from __future__ import annotations
 
 import email.utils
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
 from ..errors import StepLineError
 
-__all__ = ["ErrorKind", "ModelCallError", "UnsupportedCapabilityError", "parse_retry_after", "retry_after_seconds"]
+__all__ = [
+    "ErrorKind",
+    "ModelCallError",
+    "UnsupportedCapabilityError",
+    "in_stream_error",
+    "parse_retry_after",
+    "retry_after_seconds",
+]
 
 ErrorKind = Literal[
     "rate_limit", "server", "timeout", "connection", "bad_request", "auth", "not_found", "overloaded", "other"
 ]
 
 _RETRYABLE: frozenset[str] = frozenset({"rate_limit", "server", "timeout", "connection", "overloaded"})
+
+_MAX_MESSAGE = 500
+
+# Error codes and types the providers put in in-stream error events (see the module docstring).
+_STREAM_KINDS: dict[str, ErrorKind] = {
+    "rate_limit_exceeded": "rate_limit",
+    "rate_limit_error": "rate_limit",
+    "insufficient_quota": "rate_limit",
+    "billing_error": "rate_limit",
+    "server_error": "server",
+    "internal_error": "server",
+    "api_error": "server",
+    "server_is_overloaded": "overloaded",
+    "overloaded": "overloaded",
+    "overloaded_error": "overloaded",
+    "slow_down": "overloaded",
+    "timeout": "timeout",
+    "timeout_error": "timeout",
+    "context_length_exceeded": "bad_request",
+    "invalid_prompt": "bad_request",
+    "invalid_request_error": "bad_request",
+    "request_too_large": "bad_request",
+    "authentication_error": "auth",
+    "permission_error": "auth",
+    "not_found_error": "not_found",
+}
+_BILLING_STOPS = frozenset({"insufficient_quota", "billing_error"})
 
 
 class ModelCallError(StepLineError):
@@ -96,6 +146,27 @@ class ModelCallError(StepLineError):
             code=code,
             retryable=retryable,
         )
+
+
+def in_stream_error(names: Sequence[object], message: object, *, provider: str, label: str) -> ModelCallError:
+    """Classify an error event inside a stream by its code/type `names` (the first known one wins).
+
+    `label` says whose stream it was ("OpenAI Responses", "Anthropic"); the text is
+    `<label> stream error <name>: <message>` (the caller scrubs the message of keys).
+    """
+    known: list[str] = [name for name in names if isinstance(name, str) and name]
+    kinds: list[ErrorKind] = [_STREAM_KINDS[name] for name in known if name in _STREAM_KINDS]
+    text = f"{label} stream error" + (f" {known[0]}" if known else "")
+    if isinstance(message, str) and message:
+        text += f": {message if len(message) <= _MAX_MESSAGE else message[:_MAX_MESSAGE] + '…'}"
+    retryable = False if any(name in _BILLING_STOPS for name in known) else None
+    return ModelCallError(
+        text,
+        kind=kinds[0] if kinds else "other",
+        provider=provider,
+        retryable=retryable,
+        code=known[0] if known else None,
+    )
 
 
 class UnsupportedCapabilityError(StepLineError):

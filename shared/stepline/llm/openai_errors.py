@@ -36,9 +36,7 @@ def model_call_error(error: openai.OpenAIError, *, provider: str, api: str, api_
         return ModelCallError(f"OpenAI {api} connection failed or was lost", kind="connection", provider=provider)
     if isinstance(error, openai.APIStatusError):
         return _status_error(error, provider=provider, api=api, api_key=api_key)
-    return ModelCallError(
-        f"OpenAI {api} call failed ({type(error).__name__})", kind="other", provider=provider, retryable=False
-    )
+    return ModelCallError(f"OpenAI {api} call failed", kind="other", provider=provider, retryable=False)
 
 
 def _status_error(error: openai.APIStatusError, *, provider: str, api: str, api_key: str | None) -> ModelCallError:

@@ -34,27 +34,10 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, JsonValue
 
 from .base import V4InputTokens, V4OutputTokens, V4Usage
-from .errors import ErrorKind, ModelCallError
+from .errors import ModelCallError, in_stream_error
 
 __all__ = ["Loose", "ToolCallBuffer", "chat_usage", "iso_timestamp", "responses_usage", "scrub_secrets", "stream_error"]
 
-# OpenAI error codes (or types) seen in stream error frames, and what they mean for a retry.
-_ERROR_KINDS: dict[str, ErrorKind] = {
-    "rate_limit_exceeded": "rate_limit",
-    "insufficient_quota": "rate_limit",
-    "server_error": "server",
-    "internal_error": "server",
-    "api_error": "server",
-    "server_is_overloaded": "overloaded",
-    "overloaded": "overloaded",
-    "slow_down": "overloaded",
-    "timeout": "timeout",
-    "context_length_exceeded": "bad_request",
-    "invalid_prompt": "bad_request",
-    "invalid_request_error": "bad_request",
-}
-# A billing stop: retrying cannot help.
-_NOT_RETRYABLE = frozenset({"insufficient_quota"})
 _KEY_PATTERN = re.compile(r"\b(sk|sess|rk)-[A-Za-z0-9_\-*.]{4,}")
 
 
@@ -127,19 +110,9 @@ def _int(value: JsonValue) -> int | None:
 
 def stream_error(payload: Mapping[str, JsonValue], *, provider: str, api: str) -> ModelCallError:
     """A `ModelCallError` for an error frame (`{"code", "type", "message"}`) inside an `api` stream."""
-    code = payload.get("code")
-    error_type = payload.get("type")
-    names = [name for name in (code, error_type) if isinstance(name, str)]
-    known: list[ErrorKind] = [_ERROR_KINDS[name] for name in names if name in _ERROR_KINDS]
-    kind: ErrorKind = known[0] if known else "other"
     message = payload.get("message")
-    text = f"OpenAI {api} stream error"
-    if names:
-        text += f" {names[0]}"
-    if isinstance(message, str) and message:
-        text += f": {scrub_secrets(message)}"
-    retryable = False if any(name in _NOT_RETRYABLE for name in names) else None
-    return ModelCallError(text, kind=kind, provider=provider, retryable=retryable)
+    text = scrub_secrets(message) if isinstance(message, str) else None
+    return in_stream_error([payload.get("code"), payload.get("type")], text, provider=provider, label=f"OpenAI {api}")
 
 
 def scrub_secrets(text: str, api_key: str | None = None) -> str:

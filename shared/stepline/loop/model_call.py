@@ -5,12 +5,13 @@ first real part, as `streamText` does), tool calls are parsed and validated (thr
 `repair_tool_call` when that is configured), and approval parts are emitted right after the call
 they belong to. The tools themselves run after the call (`tool_execution`).
 
-Retry (spec 000 sub-flow 3): a retryable failure (429, 5xx, timeout, dropped connection) is retried
+Retry (spec 000 sub-flow 3, the rule is `retry.may_retry`): a transient failure (429, 5xx,
+overloaded, timeout, dropped connection, or one of these as an in-stream error event) is retried
 only while nothing visible has been streamed in this step; the prompt already carries the
 completed steps' tool calls and results, so completed tools never run again. Each retry is
-recorded (`data-retry` part and `LoopState.retries`) and waits with exponential backoff and jitter,
-or as long as the provider's `retry-after` asks. After visible output, a failure ends the step
-with the partial result kept.
+recorded (`data-retry` part and `LoopState.retries`, numbered across the run) and waits with
+exponential backoff and jitter, or as long as the provider's `retry-after` asks. After visible
+output, a failure ends the step with the partial result kept (`StepFailure.retryable` is False).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from ..protocol.metadata import RetryRecord
 from . import telemetry
 from .callbacks import ModelCallEndEvent, ModelCallStartEvent, notify
 from .config import LoopConfig
+from .retry import as_model_error, may_retry, retry_reason
 from .state import ToolCallRecord, ToolResultRecord, UsageTotals
 from .tool_calls import parse_tool_call
 
@@ -67,7 +69,11 @@ _INVISIBLE = (V4StreamStart, V4ResponseMetadata, V4Ping, V4Raw)
 
 
 class StepFailure(Exception):
-    """The model call failed for good; the step ends with `finish_reason="error"`."""
+    """The model call failed for good; the step ends with `finish_reason="error"`.
+
+    `retryable`: the step may be run again from its start (`retry.may_retry`: transient, and
+    nothing visible was streamed), which the durable path does once the in-step retries are spent.
+    """
 
     def __init__(self, error: BaseException, *, retryable: bool) -> None:
         super().__init__(str(error))
@@ -110,9 +116,16 @@ class _Call:
     """Maps one attempt's parts; keeps what a retry must not repeat (`start-step`)."""
 
     def __init__(
-        self, config: LoopConfig, emit: Emit, result: ModelCallResult, messages: list[Any], on_tool_call: OnToolCall
+        self,
+        config: LoopConfig,
+        emit: Emit,
+        result: ModelCallResult,
+        messages: list[Any],
+        on_tool_call: OnToolCall,
+        provider: str,
     ) -> None:
         self.config = config
+        self.provider = provider
         self.emit = emit
         self.on_tool_call = on_tool_call
         self.result = result
@@ -126,13 +139,11 @@ class _Call:
             result.warnings = [dict(w) for w in part.warnings]
             result.request_body = part.request_body
             return
-        if (
-            isinstance(part, V4Error)
-            and isinstance(part.error, ModelCallError)
-            and part.error.retryable
-            and not result.visible
-        ):
-            raise part.error  # a transient error reported in-stream (e.g. overloaded) before any output: retry
+        if isinstance(part, V4Error):
+            error = as_model_error(part.error, provider=self.provider)
+            if may_retry(error, visible=result.visible):
+                raise error  # a transient error reported in-stream (e.g. overloaded) before any output: retry
+            part = V4Error(error=error)
         if not result.step_started and not isinstance(part, V4Ping):
             result.step_started = True
             await self.emit(sp.StartStep(warnings=tuple(result.warnings)))
@@ -205,9 +216,7 @@ class _Call:
                 result.usage = usage_totals(part.usage)
                 result.provider_metadata = part.provider_metadata
             case V4Error():
-                result.stream_error = (
-                    part.error if isinstance(part.error, BaseException) else _ProviderStreamError(part.error)
-                )
+                result.stream_error = part.error
                 result.finish_reason = "error"
                 await self.emit(sp.StreamError(error=part.error))
             case V4Raw():
@@ -270,14 +279,6 @@ class _Call:
             await self.emit(sp.ToolResult(output=part.result, preliminary=part.preliminary, **common))
 
 
-class _ProviderStreamError(Exception):
-    """An `error` part whose payload is a JSON value, kept for the step's record."""
-
-    def __init__(self, payload: Any) -> None:
-        super().__init__(str(payload))
-        self.payload = payload
-
-
 def _as_text(value: Any) -> str:
     from ..protocol._json import dumps
 
@@ -324,7 +325,7 @@ async def run_model_call(
                 [t.name for t in options.tools],
             ),
         )
-        call = _Call(config, emit, result, list(options.prompt), on_tool_call)
+        call = _Call(config, emit, result, list(options.prompt), on_tool_call, model.provider)
         attributes = {
             "gen_ai.provider.name": model.provider,
             "gen_ai.request.model": model.model_id,
@@ -342,13 +343,14 @@ async def run_model_call(
                     }
                 )
         except (ModelCallError, TimeoutError) as error:
-            retryable = error.retryable if isinstance(error, ModelCallError) else True
-            if not retryable or result.visible or attempt >= config.max_retries:
+            retryable = may_retry(error, visible=result.visible)
+            if not retryable or attempt >= config.max_retries:
                 raise StepFailure(error, retryable=retryable) from error
             attempt += 1
-            reason = _retry_reason(error)
-            retries.append(RetryRecord(reason=reason, attempt=attempt, at=config.clock()))
-            await emit(sp.Data(name="retry", data={"reason": reason, "attempt": attempt}))
+            reason = retry_reason(error)
+            number = len(retries) + 1  # numbered across the run, so numbers only grow
+            retries.append(RetryRecord(reason=reason, attempt=number, at=config.clock()))
+            await emit(sp.Data(name="retry", data={"reason": reason, "attempt": number}))
             await config.sleep(backoff_delay(config, attempt, getattr(error, "retry_after", None)))
             continue
         await notify(
@@ -371,10 +373,3 @@ async def _stream(config: LoopConfig, model: LanguageModel, options: ModelCallOp
         async for part in model.stream(options):
             await call.part(part)
             deadline.reschedule(loop.time() + chunk_timeout)
-
-
-def _retry_reason(error: BaseException) -> str:
-    if isinstance(error, ModelCallError):
-        status = f" ({error.status_code})" if error.status_code is not None else ""
-        return f"{error.kind.replace('_', ' ')}{status}"
-    return "timeout"

@@ -15,18 +15,17 @@ import dataclasses
 import inspect
 from typing import Any
 
-from ..errors import StepLineError
 from ..llm.base import LanguageModel, ModelCallOptions, ResponseFormat
 from ..llm.errors import ModelCallError, UnsupportedCapabilityError
 from ..protocol import stream_parts as sp
 from ..protocol.model_messages import ModelFilePart, ModelMessage, UserModelMessage
-from ..protocol.to_chunks import error_message
 from . import telemetry
 from .approval import resolve_approval, sign_approval
 from .callbacks import StepEndEvent, StepStartEvent, notify
 from .config import LoopConfig, PrepareStepResult
 from .messages import StepContent, instruction_messages, prompt_messages
 from .model_call import Emit, ModelCallResult, StepFailure, run_model_call
+from .retry import failure_text
 from .state import LoopState, PendingApproval, StepOutcome, StepRecord, ToolCallRecord, ToolResultRecord
 from .stop import should_stop
 from .tool_execution import execute_tools
@@ -343,7 +342,7 @@ async def _next(config: LoopConfig, state: LoopState, result: ModelCallResult, r
             "failed",
             state,
             finish_reason="error",
-            error_text=error_message(result.stream_error),
+            error_text=failure_text(result.stream_error),
             error_code="stream_error",
         )
     if state.pending_approvals:
@@ -375,7 +374,7 @@ async def _failed(
         if isinstance(error, ModelCallError)
         else ("unsupported_capability" if isinstance(error, UnsupportedCapabilityError) else None)
     )
-    retryable = isinstance(failure, StepFailure) and failure.retryable
+    retryable = isinstance(failure, StepFailure) and failure.retryable  # `retry.may_retry`, decided once
     failed = state.model_copy(update={"retries": retries})
-    text = str(error) if isinstance(error, StepLineError) else error_message(error)
+    text = failure_text(error)
     return StepOutcome("failed", failed, finish_reason="error", error_text=text, error_code=code, retryable=retryable)

@@ -6,14 +6,19 @@ local runtime and the tests bind the same handlers to their own services.
 
 from __future__ import annotations
 
+import functools
+import logging
+import traceback
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
-from ..protocol._json import loads_strict
+from ..store.errors import ConcurrentUpdate
 from . import worker
 from .services import Services
 
-__all__ = ["HANDLER_NAMES", "Handler", "TransientModelError", "handlers", "logical_name"]
+__all__ = ["HANDLER_NAMES", "Handler", "StepFailed", "TransientModelError", "handlers", "logical_name"]
+
+_LOG = logging.getLogger("stepline.runtime")
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 HANDLER_NAMES = (
@@ -38,6 +43,33 @@ class TransientModelError(Exception):
     """The model failed in a way worth retrying the whole step (the ASL retries this name)."""
 
 
+class StepFailed(Exception):
+    """An unexpected error in a worker, as Step Functions records it: a fixed sentence.
+
+    The original's message may quote anything (a record, a provider's reply); the execution
+    history keeps this one instead, and the function's log the original's class and frames.
+    """
+
+
+_PASS_THROUGH = (TransientModelError, ConcurrentUpdate)
+"""Errors the ASL matches by name (retries): raised as they are, their messages are ours."""
+
+
+def _guarded(name: str, handler: Handler) -> Handler:
+    @functools.wraps(handler)
+    def run(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        try:
+            return handler(event, context)
+        except _PASS_THROUGH:
+            raise
+        except Exception as error:
+            frames = "".join(traceback.format_tb(error.__traceback__))
+            _LOG.error("%s failed with %s at\n%s", name, type(error).__name__, frames)
+            raise StepFailed(f"{name} failed unexpectedly; its log has the details") from None
+
+    return run
+
+
 def handlers(services: Callable[[], Services]) -> dict[str, Handler]:
     """The five worker handlers, by function name."""
 
@@ -45,7 +77,9 @@ def handlers(services: Callable[[], Services]) -> dict[str, Handler]:
         current = services()
         result = worker.model_step(current, event["userId"], event["runId"], invocation_id=context.aws_request_id)
         if result.get("next") == "failed" and result.get("retryable"):
-            raise TransientModelError(str(result.get("error", {}).get("message", "model error")))
+            # A fixed sentence and a stable code: the provider's text never enters the history.
+            code = result.get("error", {}).get("code") or "model_error"
+            raise TransientModelError(f"the model call failed before any output ({code}); the step is retried")
         # After a new step, a run that has used this execution's share of the history goes on in a
         # new execution (the ASL's ContinueAsNew), also before a wait: the next generation's first
         # step sees the wait and waits there.
@@ -71,28 +105,35 @@ def handlers(services: Callable[[], Services]) -> dict[str, Handler]:
         message, code = _step_error(event.get("input") or {})
         return worker.fail_run(services(), event["userId"], event["runId"], message, code)
 
-    return dict(zip(HANDLER_NAMES, (model_step, await_input, expire_input, finalize_run, fail_run), strict=True))
+    functions = (model_step, await_input, expire_input, finalize_run, fail_run)
+    return {name: _guarded(name, function) for name, function in zip(HANDLER_NAMES, functions, strict=True)}
+
+
+_CAUGHT: dict[str, tuple[str, str]] = {
+    "TransientModelError": ("the model stayed unavailable after the step's retries", "model_unavailable"),
+    "States.Timeout": ("the step timed out", "step_timeout"),
+    "States.HeartbeatTimeout": ("the step timed out", "step_timeout"),
+    "ConcurrentUpdate": ("the run kept changing under the step", "concurrent_update"),
+    "StepFailed": ("the step failed unexpectedly", "step_failed"),
+}
 
 
 def _step_error(state_input: dict[str, Any]) -> tuple[str, str | None]:
     """(message, code) of why the run failed: a caught Step Functions error, or the step's own.
 
-    A caught error is `{Error, Cause}`, where `Cause` is the Lambda error JSON: its message is kept,
-    never its stack trace.
+    A caught error (`{Error, Cause}`) becomes a fixed sentence and a stable code by its name: its
+    `Cause` (the Lambda's message and stack trace, a Python class name) is for the logs, not for
+    the run a client reads. A step that fails for good ends the run itself (`worker`), so the
+    step's own error is a fallback.
     """
     caught: dict[str, Any] = state_input.get("error") or {}
     if not caught:
         own: dict[str, Any] = state_input.get("step", {}).get("detail", {}).get("error") or {}
         code = own.get("code")
-        return str(own.get("message") or "the run failed"), str(code) if code else None
-    code = str(caught.get("Error") or "") or None
-    cause = caught.get("Cause")
-    if not isinstance(cause, str):
-        return code or "the step failed", code
-    try:
-        parsed = loads_strict(cause)
-    except ValueError:
-        return cause[:500], code
-    lambda_error = cast(dict[str, Any], parsed) if isinstance(parsed, dict) else {}
-    message = lambda_error.get("errorMessage")
-    return str(message or code or "the step failed"), code
+        return "the run failed", str(code) if code else None
+    name = str(caught.get("Error") or "")
+    if name in _CAUGHT:
+        return _CAUGHT[name]
+    if name.startswith("Lambda."):
+        return "the step's function failed", "step_crashed"
+    return "the step failed unexpectedly", "step_failed"

@@ -2,6 +2,10 @@
 
 It also keeps the assistant message as the client will see it (the reducer, starting from the
 stored parts), so the step can store a parts snapshot that matches the events it wrote.
+
+Streamed deltas (text, reasoning, tool input) are masked here, before the log and the reducer see
+them, by a `DeltaMasker` that keeps the state to catch a secret split across two deltas; the
+store masks every whole chunk and record again as it writes them.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from ..store.errors import TerminalState
 from ..store.event_batcher import DEFAULT_WINDOW, EventBatcher, event_type_of
 from ..store.ports import SnapshotUpdate, Store
 from ..store.records import EventRecord, MessageRecord, NewEvent, RunRecord
+from ..store.redaction import Redactor
+from ..store.redaction_stream import DeltaMasker
 from ..store.replay import chunks_of
 
 __all__ = ["RunRecorder"]
@@ -39,8 +45,10 @@ class RunRecorder:
         window: float = DEFAULT_WINDOW,
         monotonic: Callable[[], float] = time.monotonic,
         replay: Sequence[EventRecord] = (),
+        redactor: Redactor | None = None,
     ) -> None:
         self._store = store
+        self._masker = DeltaMasker(redactor)
         self._run = run
         self._now = now
         self._mapper = UIChunkMapper(UIStreamOptions(response_message_id=run.assistant_message_id))
@@ -75,14 +83,19 @@ class RunRecorder:
     def write(self, chunks: list[UIMessageChunk]) -> None:
         """Write chunks to the event log (the loop's, and start, finish, error)."""
         events: list[NewEvent] = []
-        for chunk in chunks:
+        for chunk in self._masker.mask(chunks):
             self._reducer.apply(chunk)
             events.extend(self._batcher.add(chunk))
         events.extend(self._batcher.poll())
         self._append(events)
 
     def flush(self) -> None:
-        self._append(self._batcher.flush())
+        """Write everything held: the masker's held-back tails, then the batched deltas."""
+        events: list[NewEvent] = []
+        for chunk in self._masker.flush():
+            self._reducer.apply(chunk)
+            events.extend(self._batcher.add(chunk))
+        self._append([*events, *self._batcher.flush()])
 
     def tick(self) -> float | None:
         """Write held deltas whose window has passed; returns when the next ones are due (monotonic).

@@ -40,6 +40,7 @@ from ..store.history import history_messages
 from ..store.ports import FinishRun, TurnStart, TurnStarted
 from ..store.records import TERMINAL, ApprovalRecord, RunRecord, StepRecordRow, ToolCallRecord
 from ..tools.context import RunContext
+from . import retries as retry_log
 from .callbacks import fire
 from .recorder import RunRecorder
 from .services import Services
@@ -214,9 +215,8 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
     )
     replay = [e for e in since if e.seq > message.snapshot_seq]
     recorder = RunRecorder(store, run, message, now=services.clock, window=services.delta_window, replay=replay)
-    attempted = [c for e in since if e.seq > checkpoint.last_event_seq for c in e.chunks]
-    if any(c.get("type") == "start-step" for c in attempted):
-        recorder.redo_step()  # an attempt of this step that crashed or failed streamed parts: drop them
+    attempts = [e for e in since if e.seq > checkpoint.last_event_seq]
+    state = retry_log.redo_attempts(state, attempts, recorder, now=services.clock())
     abort = AbortSignal()
     agent = services.agent_of_run(run.agent, run.agent_fingerprint)
     config = await services.step_config(
@@ -244,7 +244,32 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
     recorder.flush()
     if outcome is None:
         return _reply(run, "aborted")
+    if outcome.kind == "failed":
+        return _failed(services, run, outcome, recorder, retry_log.step_retries(attempts))
     return _persist(services, run, outcome, recorder)
+
+
+def _failed(
+    services: Services, run: RunRecord, outcome: StepOutcome, recorder: RunRecorder, step_retries: int
+) -> dict[str, Any]:
+    """A failed step: handed back to Step Functions to retry, or the end of the run.
+
+    `retry.may_retry` decided `outcome.retryable`; a retryable step goes back while its retries
+    last, else the run fails here with the partial result kept.
+
+    The reply carries ids and a stable code only: the error's text goes to the run (masked), never
+    into the state machine's payloads and history.
+    """
+    code = outcome.error_code
+    if outcome.retryable and step_retries < retry_log.STEP_RETRIES:
+        reason = f"{(code or 'model error').replace('_', ' ')}; step retried"
+        recorder.write([retry_log.marker(reason, len(outcome.state.retries) + 1)])
+        recorder.flush()
+        services.store.save_snapshot(run.user_id, run.run_id, recorder.snapshot(), now=services.clock())
+        return _reply(run, "failed", error={"code": code}, retryable=True)
+    services.store.save_snapshot(run.user_id, run.run_id, recorder.snapshot(), now=services.clock())
+    fail_run(services, run.user_id, run.run_id, outcome.error_text or "the step failed", code)
+    return _reply(run, "failed", error={"code": code})
 
 
 def _response_chunk(decision: ApprovalDecision) -> ToolApprovalResponseChunk:
@@ -380,10 +405,6 @@ def _persist(services: Services, run: RunRecord, outcome: StepOutcome, recorder:
     store, now, state = services.store, services.clock(), outcome.state
     snapshot = recorder.snapshot()
     checkpoint_state = state.model_dump(mode="json", by_alias=True)
-    if outcome.kind == "failed":  # the failed step is not in the state; keep what the client saw
-        store.save_snapshot(run.user_id, run.run_id, snapshot, now=now)
-        error = {"message": outcome.error_text or "step failed", "code": outcome.error_code}
-        return _reply(run, "failed", error=error, retryable=outcome.retryable)
     step = state.steps[-1]
     row = StepRecordRow(
         user_id=run.user_id,
@@ -651,10 +672,16 @@ def _client_finish_reason(reason: str) -> Any:
 
 
 def fail_run(services: Services, user_id: str, run_id: str, message: str, code: str | None = None) -> dict[str, Any]:
-    """The run failed: a safe `error` chunk for the client, the real error kept on the run."""
+    """The run failed: a safe `error` chunk for the client, the real error (masked) kept on the run.
+
+    The partial result stays in the message; the retries made so far go into its metadata.
+    """
     now = services.clock()
     info: dict[str, Any] = {"message": message, "at": now, **({"code": code} if code else {})}
     metadata: dict[str, Any] = {"completedAt": now, "finishReason": "error", "error": info}
+    retries = retry_log.run_retries(services.store, user_id, run_id, now=services.clock())
+    if retries:
+        metadata["retries"] = [r.to_wire() for r in retries]
     chunks = [MessageMetadataChunk(message_metadata=metadata), ErrorChunk(error_text=DEFAULT_ERROR_TEXT)]
     return _end(services, user_id, run_id, chunks, "failed", metadata, error=info, finish_reason="error")
 

@@ -138,14 +138,20 @@ class Redactor:
         return self.mask if isinstance(key, str) and self.is_sensitive(key) else self._redact(value, path)
 
 
-_TOOL_FIELDS: Final = ("input", "rawInput", "output", "errorText")
+_TOOL_FIELDS: Final = ("input", "output", "errorText", "approval")
+_TEXT_PARTS: Final = ("text", "reasoning")
 
 
 def redact_parts(parts: Sequence[Mapping[str, Any]], redactor: Redactor | None = None) -> list[dict[str, Any]]:
-    """Copies of UIMessage parts with tool `input`/`rawInput`/`output`/`errorText` and `data-*` payloads redacted.
+    """Copies of UIMessage parts with their secrets masked, as the event log masks the chunks.
 
-    Text and reasoning are the conversation itself and are left as written.
+    Tool parts: `input`, `output`, `errorText` and the `approval` (its `reason`) by key and shape,
+    and `rawInput` (JSON text) as the stream masks `tool-input-delta`; `data-*` payloads likewise.
+    Text and reasoning are the conversation itself: only credentials by shape are masked in them
+    (`sk-…`, `AKIA…`, `Bearer …`), never by key. Provider metadata (signatures) is kept as sent.
     """
+    from .redaction_stream import JsonMasker  # the stream masker builds on this module
+
     redactor = redactor or Redactor()
     result: list[dict[str, Any]] = []
     for part in parts:
@@ -153,8 +159,17 @@ def redact_parts(parts: Sequence[Mapping[str, Any]], redactor: Redactor | None =
         kind = str(part.get("type", ""))
         if kind.startswith("tool-") or kind == "dynamic-tool":
             fields: tuple[str, ...] = _TOOL_FIELDS
+            raw = copied.get("rawInput")
+            if isinstance(raw, str):
+                masker = JsonMasker(redactor)
+                copied["rawInput"] = masker.feed(raw) + masker.flush()
+            elif raw is not None:
+                copied["rawInput"] = redactor.redact(raw)
         elif kind.startswith("data-"):
             fields = ("data",)
+        elif kind in _TEXT_PARTS and isinstance(copied.get("text"), str):
+            copied["text"] = redactor.redact_text(copied["text"])
+            fields = ()
         else:
             fields = ()
         for name in fields:

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from stepline.llm.scripted import ScriptedModel
-from stepline.local.workflow import SimulatedCrash
+from stepline.local.workflow import ASL_PATH, SimulatedCrash
 from stepline.loop.tools import Tool
 from stepline.protocol._json import loads_strict
 from stepline.runtime import worker
+from stepline.runtime.retries import INTERRUPTED, STEP_RETRIES
 from stepline.store.errors import ConcurrentUpdate
 from stepline.store.replay import chunks_of
 from tests.support.local_aws import LocalAws, local_aws
@@ -141,21 +142,20 @@ def test_a_question_waits_for_the_client_and_continues_with_its_answer() -> None
         }
 
 
-def test_a_model_error_is_retried_and_a_permanent_one_fails_the_run_cleanly() -> None:
+def test_a_model_error_before_any_output_is_retried_by_step_functions_and_recorded() -> None:
     flaky = ScriptedModel.from_script(
         [
-            {
-                "raise": {"kind": "server", "status": 500},
-                "after": 2,
-                "parts": [{"type": "text-start", "id": "t"}, {"type": "text-delta", "id": "t", "delta": "Half"}],
-            },
+            # the response's metadata (invisible) opens the step, then the call fails
+            {"raise": {"kind": "server"}, "after": 1, "parts": [{"type": "response-metadata", "id": "r"}]},
             text_step("Recovered."),
         ]
     )
     with local_aws(flaky, max_retries=0) as aws:  # the loop does not retry: Step Functions does
         run_id = begin(aws)
         assert aws.wait_execution(run_id) == "SUCCEEDED"
-        assert final_message(aws, run_id)["content"] == "Recovered."
+        message = final_message(aws, run_id)
+        assert message["content"] == "Recovered."
+        assert [(r["reason"], r["attempt"]) for r in message["metadata"]["retries"]] == [("server; step retried", 1)]
         history = aws.workflow.history(run_id)
         retries = Counter(e["type"] for e in history)["TaskFailed"]
         assert retries == 1
@@ -163,10 +163,53 @@ def test_a_model_error_is_retried_and_a_permanent_one_fails_the_run_cleanly() ->
         # and it adds three history events (scheduled, started, failed) to a text run's 16
         assert billed(aws, run_id) == (4, 2 + retries)
         assert len(history) == 16 + 3 * retries
-        # the failed attempt's half text is reset, and its error is not streamed: the stock client
-        # stops reading at an `error`, and this run went on
+        # the failed attempt's (invisible) step is reset, and its error is not streamed: the stock
+        # client stops reading at an `error`, and this run went on
         kinds = [c["type"] for c in chunks_of(aws.services.store.events_after(USER, run_id, 0, now=0))]
         assert "error" not in kinds and "reset-step" in kinds and kinds[-1] == "finish"
+
+
+def test_step_functions_retries_a_step_only_as_often_as_the_asl_allows_and_records_each() -> None:
+    asl = loads_strict(ASL_PATH.read_text())
+    (retrier,) = [r for r in asl["States"]["ModelStep"]["Retry"] if "TransientModelError" in r["ErrorEquals"]]
+    assert retrier["ErrorEquals"] == ["TransientModelError"]  # its own budget, not shared with crashes
+    assert retrier["MaxAttempts"] == STEP_RETRIES
+    down = ScriptedModel.from_script([{"raise": {"kind": "overloaded"}, "parts": []}] * (STEP_RETRIES + 2))
+    with local_aws(down, max_retries=0) as aws:
+        run_id = begin(aws)
+        assert aws.wait_execution(run_id, timeout=60) == "FAILED"
+        assert len(down.calls) == STEP_RETRIES + 1  # every retry asked for happened, and no more
+        message = final_message(aws, run_id)
+        assert [r["attempt"] for r in message["metadata"]["retries"]] == list(range(1, STEP_RETRIES + 1))
+        assert message["metadata"]["error"]["code"] == "overloaded"
+        run = aws.services.store.get_run(USER, run_id)
+        assert run.error is not None and run.error["code"] == "overloaded"
+
+
+def test_a_model_error_after_visible_text_keeps_the_partial_text_and_is_not_retried() -> None:
+    flaky = ScriptedModel.from_script(
+        [
+            {
+                "raise": {"kind": "server", "status": 500},
+                "after": 2,
+                "parts": [{"type": "text-start", "id": "t"}, {"type": "text-delta", "id": "t", "delta": "Half"}],
+            },
+            text_step("never asked"),
+        ]
+    )
+    with local_aws(flaky) as aws:
+        run_id = begin(aws)
+        assert aws.wait_execution(run_id) == "FAILED"
+        assert len(flaky.calls) == 1  # neither the loop nor Step Functions asked again
+        assert "TaskFailed" not in [e["type"] for e in aws.workflow.history(run_id)]
+        message = final_message(aws, run_id)
+        assert message["status"] == "failed" and message["content"] == "Half"
+        assert message["metadata"]["error"]["code"] == "server" and "retries" not in message["metadata"]
+        kinds = [c["type"] for c in chunks_of(aws.services.store.events_after(USER, run_id, 0, now=0))]
+        assert "reset-step" not in kinds and kinds.count("text-delta") >= 1 and kinds[-1] == "error"
+
+
+def test_a_permanent_model_error_fails_the_run_cleanly() -> None:
     broken = ScriptedModel.from_script([{"raise": {"kind": "auth", "status": 401}, "parts": []}])
     with local_aws(broken) as aws:
         run_id = begin(aws)
@@ -324,6 +367,10 @@ def test_a_step_killed_at_any_point_is_retried_to_the_same_message_without_rerun
     assert "TaskFailed" in history  # the crash really happened and Step Functions retried
     assert runs == clean_runs == 1
     assert faulted["parts"] == clean["parts"]
+    # an interrupted step is redone from its checkpoint (the durable promise), and that is a retry
+    redone = [r["reason"] for r in faulted["metadata"].get("retries", [])]
+    assert redone == ([] if point == "step persisted" else [INTERRUPTED])
+    assert "retries" not in clean["metadata"]
     assert faulted["content"] == clean["content"] == "18 degrees."
 
 

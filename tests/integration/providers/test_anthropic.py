@@ -21,6 +21,7 @@ from stepline.llm.base import (
     ModelCallOptions,
     ModelStreamPart,
     ResponseFormat,
+    V4Error,
     V4Finish,
     V4ReasoningEnd,
     V4StreamStart,
@@ -349,10 +350,15 @@ def test_an_error_event_becomes_an_error_part_and_an_error_finish(fake: FakeAnth
     events = [message_start(), ping(), *text_block(0, "Hal")[:2], error_event("overloaded_error", "Overloaded")]
     fake.reply(StreamReply(events))
 
-    parts = wire(run(model_for(fake), options()))
+    streamed = run(model_for(fake), options())
+    parts = wire(streamed)
 
-    assert parts[-2:] == [
-        {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+    # classified like an HTTP 529: transient, so the loop retries it while nothing is visible yet
+    error = streamed[-2]
+    assert isinstance(error, V4Error) and isinstance(error.error, ModelCallError)
+    assert (error.error.kind, error.error.retryable, error.error.code) == ("overloaded", True, "overloaded_error")
+    assert str(error.error) == "Anthropic stream error overloaded_error: Overloaded"
+    assert parts[-1:] == [
         {
             "type": "finish",
             "usage": parts[-1]["usage"],

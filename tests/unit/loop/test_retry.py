@@ -160,8 +160,9 @@ def test_no_automatic_retry_after_visible_text() -> None:
     assert [c["delta"] for c in chunks if c["type"] == "text-delta"] == ["Hel"]
     assert [c for c in chunks if c["type"] == "error"] != []
     assert not [c for c in chunks if c["type"] == "data-retry"]
+    # Not retryable from the step's start either: the durable path (Step Functions) must not redo it.
     outcome = result.outcome
-    assert outcome is not None and outcome.kind == "failed" and outcome.retryable is True
+    assert outcome is not None and outcome.kind == "failed" and outcome.retryable is False
     assert "finish" not in kinds(parts)
 
 
@@ -255,3 +256,20 @@ def test_a_retryable_error_reported_inside_the_stream_before_output_is_retried()
     assert text == "ok"
     assert len(model.calls) == 2 and len(delays) == 1
     assert "error" not in types and "data-retry" in types
+
+
+def test_a_providers_in_stream_error_json_is_classified_retried_before_output_and_named_plainly() -> None:
+    # An adapter (or a script) may hand the loop the provider's own JSON: it is classified the same
+    # way as a typed error, so an overload before any output is retried ...
+    overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}
+    sleep = FakeSleep()
+    scripted = model({"parts": [overloaded]}, text_step("fine now"))
+    result, _, _ = _run(scripted, sleep=sleep)
+    assert len(scripted.calls) == 2 and [r.reason for r in result.state.retries] == ["overloaded"]
+    # ... and after visible text it ends the step with a plain sentence, never a class name.
+    scripted = model({"parts": [*text("t", "Half"), overloaded]}, text_step("unused"))
+    result, _, _ = _run(scripted, sleep=FakeSleep())
+    outcome = result.outcome
+    assert outcome is not None and outcome.kind == "failed" and outcome.retryable is False
+    assert outcome.error_text == "Scripted stream error overloaded_error: busy"
+    assert "Error" not in (outcome.error_text or "").replace("_error", "")

@@ -128,9 +128,9 @@ def test_other_values_pass_through_and_cycles_end() -> None:
     assert Redactor().redact({"n": 1.5, "b": True, "x": None}) == {"n": 1.5, "b": True, "x": None}
 
 
-def test_redact_parts_masks_tool_inputs_outputs_errors_and_data_only() -> None:
+def test_redact_parts_masks_tool_fields_approvals_and_data_and_text_by_shape_only() -> None:
     parts: list[dict[str, Any]] = [
-        {"type": "text", "text": "my token is sk-abcdefghijklmnop1234"},
+        {"type": "text", "text": "my token is sk-abcdefghijklmnop1234, my password is hunter2"},
         {
             "type": "dynamic-tool",
             "toolName": "web_fetch",
@@ -146,19 +146,23 @@ def test_redact_parts_masks_tool_inputs_outputs_errors_and_data_only() -> None:
             "state": "output-available",
             "input": {"user": "ann", "password": "hunter2"},
             "output": {"access_token": "abc", "expires_in": 3600},
+            "approval": {"id": "ap1", "approved": True, "reason": "ok, key AKIAABCDEFGHIJKLMNOP"},
         },
         {"type": "data-credentials", "id": "d1", "data": {"refresh_token": "r", "scope": "read"}},
     ]
     before = copy.deepcopy(parts)
     redacted = redact_parts(parts)
     assert parts == before
-    assert redacted[0] == parts[0]  # the conversation's text is left as written
+    # the conversation's text: credentials by shape only, as the event log's text deltas
+    assert redacted[0]["text"] == f"my token is {MASK}, my password is hunter2"
     assert redacted[1]["input"] == {"url": "https://x", "headers": {"Cookie": MASK}}
-    assert redacted[1]["rawInput"] == f'{{"api_key": "abc"}} Bearer {MASK}'
+    # raw JSON text is masked as the streamed tool input is: by key too
+    assert redacted[1]["rawInput"] == f'{{"api_key": "{MASK}"}} Bearer {MASK}'
     assert redacted[1]["errorText"] == f"401 for Bearer {MASK}"
     assert redacted[1]["toolCallId"] == "call_1"
     assert redacted[2]["input"] == {"user": "ann", "password": MASK}
     assert redacted[2]["output"] == {"access_token": MASK, "expires_in": 3600}
+    assert redacted[2]["approval"] == {"id": "ap1", "approved": True, "reason": f"ok, key {MASK}"}
     assert redacted[3] == {"type": "data-credentials", "id": "d1", "data": {"refresh_token": MASK, "scope": "read"}}
 
 
