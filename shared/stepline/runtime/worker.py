@@ -626,7 +626,13 @@ def _end(
 def _ended(services: Services, run: RunRecord, status: str, metadata: dict[str, Any]) -> None:
     """The agent's run-level callback of the end this call made (once per run)."""
     agent = services.agent_of_run(run.agent)
-    state = run_state(services, run.user_id, run.run_id)
+    checkpoint = services.store.latest_checkpoint(run.user_id, run.run_id)
+    if checkpoint is None:  # a run closed before its first checkpoint (by the reconciler): nothing ran
+        state = LoopState(
+            run_id=run.run_id, message_id=run.assistant_message_id, started_at=run.started_at, messages=[]
+        )
+    else:
+        state = LoopState.model_validate(checkpoint.state)
     if status == "completed":
         outcome = state.steps[-1] if state.steps else None
         event: object = EndEvent(

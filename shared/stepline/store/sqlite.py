@@ -26,7 +26,7 @@ from typing import Any, TypeVar, cast
 from pydantic import BaseModel
 
 from . import operations as ops
-from .errors import Conflict, NotFound, StoreError
+from .errors import Conflict, InvalidCursor, NotFound, StoreError
 from .ports import Page
 from .records import (
     TERMINAL,
@@ -277,6 +277,8 @@ class SqliteStore(TransactionalStore):
     def list_conversations(
         self, user_id: str, *, limit: int = 20, cursor: str | None = None
     ) -> Page[ConversationRecord]:
+        if cursor and not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 9):
+            raise InvalidCursor("not a cursor this API gave out")
         start = int(cursor) if cursor else 0
         bodies = self._rows(
             "SELECT body FROM records WHERE part = ? ORDER BY at DESC, sk DESC LIMIT ? OFFSET ?",
