@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from ..runtime.services import Services
-from . import resources, streams
+from . import approval_links, resources, streams
 from .cors import install_cors
 from .deps import ApiOptions
 from .errors import install_error_handlers
@@ -41,6 +41,7 @@ def create_app(services: Services, identity: Identity, options: ApiOptions = Api
     install_cors(app, options.cors_origins)
     app.include_router(streams.router)
     app.include_router(resources.router)
+    app.include_router(approval_links.router)
     _document_chat_body(app)
     return app
 

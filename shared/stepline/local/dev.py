@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import secrets
 import sys
 from collections.abc import Generator, Mapping
 from contextlib import contextmanager
@@ -34,6 +35,8 @@ from ..api.cors import parse_origins
 from ..api.identity import DevTokens, Identity, parse_dev_tokens
 from ..errors import StepLineError
 from ..llm.registry import DEMO_BOOK, resolve_model
+from ..runtime.approval_links import ApprovalLinks
+from ..runtime.notifications import MemoryNotifier
 from ..runtime.services import Services
 from ..tools import load_toolset
 from .backend import LocalBackend, local_backend
@@ -101,7 +104,16 @@ def dev_server(config: DevConfig, *, api: ApiOptions = ApiOptions()) -> Generato
     tools, approval = load_toolset(config.tools)
 
     def make_services(**backend: Any) -> Services:
-        return Services(model=model, tools=tools, tool_approval=approval or None, client="stepline-dev", **backend)
+        return Services(
+            model=model,
+            tools=tools,
+            tool_approval=approval or None,
+            client="stepline-dev",
+            # Approval links work locally too, with a key of this process (links end with it).
+            approval_links=ApprovalLinks(secrets.token_bytes(32)),
+            notifier=MemoryNotifier(),
+            **backend,
+        )
 
     with local_backend(make_services, approval_timeout_seconds=config.approval_timeout_seconds) as backend:
         identity = DevTokens(config.tokens)

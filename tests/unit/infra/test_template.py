@@ -291,6 +291,10 @@ def test_stream_function_has_no_non_http_triggers(source: Template, translated: 
     assert "StreamFunction" not in text and "ApiFunction" not in text
 
 
+# The one route without a user token: a signed approval link's token is its permission.
+UNAUTHENTICATED = {("/api/approval-links/{approval_id}", "post")}
+
+
 def test_every_route_requires_the_cognito_authorizer_but_the_cors_preflights(translated: Template) -> None:
     body = translated["Resources"]["ChatApi"]["Properties"]["Body"]
     authorizer = body["securityDefinitions"]["CognitoAuthorizer"]["x-amazon-apigateway-authorizer"]
@@ -298,12 +302,14 @@ def test_every_route_requires_the_cognito_authorizer_but_the_cors_preflights(tra
     methods = [(path, method, op) for path, ops in body["paths"].items() for method, op in ops.items()]
     assert methods
     for path, method, operation in methods:
-        if method == "options":  # a browser's preflight carries no credentials; the app answers it
+        # A browser's preflight carries no credentials (the app answers it); a link's token is its permission.
+        if method == "options" or (path, method) in UNAUTHENTICATED:
             assert operation["security"] == [{"NONE": []}], path
             uri = _sub_text(operation["x-amazon-apigateway-integration"]["uri"])
             assert uri.endswith("/2015-03-31/functions/${ApiFunction.Arn}/invocations"), path
         else:
             assert operation["security"] == [{"CognitoAuthorizer": []}], (path, method)
+    assert {(path, method) for path, method, _ in methods} >= UNAUTHENTICATED
     # Every path a browser may call has its preflight (API Gateway matches the path, then the method).
     assert {path for path, ops in body["paths"].items() if "options" in ops} == set(body["paths"])
     assert translated["Resources"]["ChatApi"]["Properties"]["EndpointConfiguration"]["Types"] == ["REGIONAL"]
