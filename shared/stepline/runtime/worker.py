@@ -357,7 +357,8 @@ def _persist(services: Services, run: RunRecord, outcome: StepOutcome, recorder:
         _request_approvals(services, run, state, snapshot)
     elif outcome.kind == "await-client":
         announce_question(services, run, state)
-    return _reply(run, outcome.kind, steps=step.step_number + 1)
+    timing = {} if recorder.first_output_ms is None else {"firstOutputMs": recorder.first_output_ms}
+    return _reply(run, outcome.kind, steps=step.step_number + 1, **timing)
 
 
 def _request_approvals(services: Services, run: RunRecord, state: LoopState, snapshot: Any) -> None:

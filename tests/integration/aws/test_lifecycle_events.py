@@ -104,6 +104,7 @@ def test_an_approved_run_publishes_its_request_with_a_working_link_then_its_comp
         worker.await_input(aws.services, USER, run_id, "a-stale-token")
         worker.finalize_run(aws.services, USER, run_id)
         events = bus.read()
+        history = aws.workflow.history(run_id)
     assert [e["detail-type"] for e in events] == ["Approval Requested", "Run Completed"]
     assert all(e["source"] == "stepline" for e in events)
     assert requested["detail"]["approvalId"] == approval.approval_id
@@ -113,6 +114,9 @@ def test_an_approved_run_publishes_its_request_with_a_working_link_then_its_comp
     assert (completed["runId"], completed["status"], completed["finishReason"]) == (run_id, "completed", "stop")
     assert len({e["detail"]["eventId"] for e in events}) == 2
     _no_private_data(events)
+    # Each model step that streamed output reports its time to first token (the dashboard's metric).
+    outputs = [e["taskSucceededEventDetails"]["output"] for e in history if e["type"] == "TaskSucceeded"]
+    assert sum('"firstOutputMs"' in o for o in outputs) == 2
 
 
 def test_a_step_that_dies_before_publishing_its_approval_request_publishes_it_once_on_the_retry() -> None:

@@ -47,6 +47,8 @@ API_FUNCTIONS = {
     "StreamFunction": ("functions/api/", 900, 512),  # a stream lasts up to 15 minutes
 }
 FUNCTIONS = WORKERS | API_FUNCTIONS
+# Deploy-time plumbing, not part of Stepline's runtime: no shared layer, no Stepline environment.
+DEPLOY_FUNCTIONS = {"UiDeployFunction": ("functions/ui_deploy/", 300, 256)}
 
 PLACEHOLDERS = {
     "ModelStepFunctionArn",
@@ -192,7 +194,7 @@ def test_state_machine_may_invoke_exactly_the_five_workers(translated: Template)
 
 def test_every_function_has_its_own_timeout_memory_and_the_shared_layer(source: Template, translated: Template) -> None:
     functions = _resources(translated, "AWS::Lambda::Function")
-    assert set(functions) == set(FUNCTIONS)
+    assert set(functions) == set(FUNCTIONS) | set(DEPLOY_FUNCTIONS)
     (shared_layer,) = (
         name for name in _resources(translated, "AWS::Lambda::LayerVersion") if name.startswith("SharedLayer")
     )
@@ -298,7 +300,10 @@ UNAUTHENTICATED = {("/api/approval-links/{approval_id}", "post")}
 def test_every_route_requires_the_cognito_authorizer_but_the_cors_preflights(translated: Template) -> None:
     body = translated["Resources"]["ChatApi"]["Properties"]["Body"]
     authorizer = body["securityDefinitions"]["CognitoAuthorizer"]["x-amazon-apigateway-authorizer"]
-    assert authorizer == {"providerARNs": [{"Ref": "UserPoolArn"}], "type": "cognito_user_pools"}
+    # The stack's own pool when it creates one, else the UserPoolArn parameter (test_template_ui).
+    assert authorizer["type"] == "cognito_user_pools"
+    (provider,) = authorizer["providerARNs"]
+    assert provider["Fn::If"][:2] == ["CreateUserPool", {"Fn::GetAtt": ["UserPool", "Arn"]}]
     methods = [(path, method, op) for path, ops in body["paths"].items() for method, op in ops.items()]
     assert methods
     for path, method, operation in methods:
@@ -317,7 +322,7 @@ def test_every_route_requires_the_cognito_authorizer_but_the_cors_preflights(tra
 
 def test_iam_statements_name_specific_resources(source: Template, translated: Template) -> None:
     roles = _resources(translated, "AWS::IAM::Role")
-    assert set(roles) == {f"{name}Role" for name in FUNCTIONS} | {"AgentRunStateMachineRole"}
+    assert set(roles) == {f"{name}Role" for name in FUNCTIONS | DEPLOY_FUNCTIONS} | {"AgentRunStateMachineRole"}
     known = set(source["Resources"]) | set(source["Parameters"])
     for role_name, role in roles.items():
         properties = role["Properties"]
