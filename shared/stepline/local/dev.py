@@ -11,6 +11,8 @@ Configuration is read from the environment:
                          OPENAI_API_KEY and ANTHROPIC_API_KEY, give the keys)
     STEPLINE_TOOLS       a module exposing TOOLS (default: stepline.tools.workspace)
     STEPLINE_DEV_TOKENS  token:user,token2:user2 (default: one local user, no token needed)
+    STEPLINE_OIDC_ISSUER, STEPLINE_OIDC_CLIENT_ID   sign in with a real OIDC provider instead: bearer
+                         tokens are its ID tokens, checked against its keys; /config.json tells the UI
     STEPLINE_APPROVAL_TIMEOUT_SECONDS   how long an approval or question waits (default: 1 day)
     STEPLINE_CORS_ORIGINS  other browser origins that may call the API, comma-separated, such as
                          http://localhost:3000 for a front end of your own (default: none)
@@ -30,9 +32,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from fastapi.responses import JSONResponse
+
 from ..api.app import ApiOptions, create_app
 from ..api.cors import parse_origins
-from ..api.identity import DevTokens, Identity, parse_dev_tokens
+from ..api.identity import DevTokens, Identity, JwtIdentity, parse_dev_tokens
 from ..errors import StepLineError
 from ..llm.registry import DEMO_BOOK, resolve_model
 from ..runtime.approval_links import ApprovalLinks
@@ -62,6 +66,8 @@ class DevConfig:
     tokens: dict[str, str]
     approval_timeout_seconds: int
     cors_origins: tuple[str, ...] = ()
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> DevConfig:
@@ -84,7 +90,25 @@ class DevConfig:
             tokens=tokens,
             approval_timeout_seconds=int(timeout),
             cors_origins=origins,
+            **_oidc(env),
         )
+
+
+def _oidc(env: Mapping[str, str]) -> dict[str, str]:
+    issuer, client = env.get("STEPLINE_OIDC_ISSUER", "").strip(), env.get("STEPLINE_OIDC_CLIENT_ID", "").strip()
+    if bool(issuer) != bool(client):
+        raise DevConfigError("STEPLINE_OIDC_ISSUER and STEPLINE_OIDC_CLIENT_ID go together")
+    if issuer and not issuer.startswith(("https://", "http://127.0.0.1", "http://localhost")):
+        raise DevConfigError("STEPLINE_OIDC_ISSUER must be an https:// URL (or a local http:// one)")
+    return {"oidc_issuer": issuer, "oidc_client_id": client} if issuer else {}
+
+
+def ui_config(config: DevConfig) -> dict[str, Any]:
+    """`/config.json`: what the UI reads at start (template.yaml's UiContent writes the deployed one)."""
+    auth = None
+    if config.oidc_issuer:
+        auth = {"authority": config.oidc_issuer, "clientId": config.oidc_client_id, "scope": "openid email profile"}
+    return {"apiBase": "", "auth": auth}
 
 
 @dataclass
@@ -116,8 +140,14 @@ def dev_server(config: DevConfig, *, api: ApiOptions = ApiOptions()) -> Generato
         )
 
     with local_backend(make_services, approval_timeout_seconds=config.approval_timeout_seconds) as backend:
-        identity = DevTokens(config.tokens)
+        identity: Identity = (
+            JwtIdentity(config.oidc_issuer, config.oidc_client_id)
+            if config.oidc_issuer and config.oidc_client_id
+            else DevTokens(config.tokens)
+        )
         app = create_app(backend.services, identity, dataclasses.replace(api, cors_origins=config.cors_origins))
+        settings = ui_config(config)
+        app.add_api_route("/config.json", lambda: JSONResponse(settings, headers={"cache-control": "no-store"}))
         blobs = backend.services.blobs
         assert isinstance(blobs, LocalLinkBlobStore)
         mount_links(app, blobs)
