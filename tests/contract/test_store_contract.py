@@ -775,3 +775,26 @@ def test_a_failed_runs_error_is_masked_in_the_message_metadata(backend: Backend)
     assert message.metadata is not None
     assert "abcdefghijklmnop1234" not in str(message.metadata)
     assert "provider said: invalid key" in str(message.metadata)
+
+
+def test_the_decider_is_recorded_once_with_the_decision(backend: Backend) -> None:
+    store, _ = backend
+    start(store)
+    request_one_approval(store)
+    store.decide_approval(USER, "ap1", approved=True, reason=None, now=1_200, decided_by="link")
+    again = store.decide_approval(USER, "ap1", approved=True, reason=None, now=1_300, decided_by=USER)
+    assert again.approval.decided_by == "link"  # the same decision again changes nothing
+    assert store.settle_approval(USER, "ap1", now=1_301).decided_by == "link"
+
+
+def test_a_notification_is_recorded_once_also_on_an_ended_run(backend: Backend) -> None:
+    store, _ = backend
+    start(store)
+    assert store.mark_notified(USER, "r1", "approval:ap1")
+    assert not store.mark_notified(USER, "r1", "approval:ap1")
+    finish(store, "completed")
+    assert store.mark_notified(USER, "r1", "end") and not store.mark_notified(USER, "r1", "end")
+    run = store.get_run(USER, "r1")
+    assert (run.status, run.notified) == ("completed", ["approval:ap1", "end"])
+    with pytest.raises(NotFound):
+        store.mark_notified("bob", "r1", "end")  # scoped to the user like every write

@@ -78,3 +78,17 @@ def test_what_a_worker_logs_is_masked_on_the_way_out(capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert "calling with *****" in out
     assert "sk-ant-api03" not in out and "plain-value" not in out
+
+
+def test_a_step_with_output_reports_its_time_to_first_token(capsys: pytest.CaptureFixture[str]) -> None:
+    def model_step(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return {"userId": "alice", "runId": "run-9", "next": "finished", "steps": 1, "firstOutputMs": 420}
+
+    handler = instrument("stepline-observed-ttft", model_step)
+    handler({"userId": "alice", "runId": "run-9"}, Context(function_name="stepline-observed-ttft"))
+    blobs = [r for r in _lines(capsys.readouterr().out) if "_aws" in r]
+    (ttft,) = [b for b in blobs if "TimeToFirstToken" in b]
+    (directive,) = ttft["_aws"]["CloudWatchMetrics"]
+    assert directive["Metrics"] == [{"Name": "TimeToFirstToken", "Unit": "Milliseconds"}]
+    assert directive["Dimensions"] == [["service"]] and ttft["service"] == "stepline-observed-ttft"
+    assert ttft["TimeToFirstToken"] == [420.0]

@@ -6,6 +6,10 @@
   which the adapter sets from the event (replacing any header of that name the caller sent).
 - Locally, `STEPLINE_DEV_TOKENS=token:user,token2:user2` maps bearer tokens to users. Unset, every
   request is the one default local user (the startup banner says so).
+- Locally with `STEPLINE_OIDC_ISSUER` (and `STEPLINE_OIDC_CLIENT_ID`), bearer tokens are real OIDC
+  ID tokens, checked like API Gateway's Cognito authorizer checks them: signature against the
+  issuer's published keys (JWKS, PyJWT), issuer, audience (the client id) and expiry. So the UI's
+  sign-in path runs without AWS, against any OIDC provider.
 
 A request without a user is refused with 401 before any handler runs.
 """
@@ -22,7 +26,7 @@ from pydantic import JsonValue
 from ..protocol._json import loads_strict
 from ..store.records import check_id
 
-__all__ = ["ApiGatewayIdentity", "DevTokens", "Identity", "parse_dev_tokens", "request_claims"]
+__all__ = ["ApiGatewayIdentity", "DevTokens", "Identity", "JwtIdentity", "parse_dev_tokens", "request_claims"]
 
 DEFAULT_LOCAL_USER = "local-user"
 
@@ -140,3 +144,57 @@ class DevTokens:
             if hmac.compare_digest(known.encode(), token.strip().encode()):
                 return user
         raise _unauthorized("unknown token")
+
+
+def _bearer(request: Request) -> str:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise _unauthorized("send Authorization: Bearer <ID token>")
+    return token.strip()
+
+
+class JwtIdentity:
+    """Users from OIDC ID tokens, verified against the issuer's JWKS; the user is the `sub` claim.
+
+    PyJWT is imported here, not at module level: only `stepline dev` uses this class (on AWS the
+    authorizer has checked the token), so the Lambda layer does not carry PyJWT.
+    """
+
+    ALGORITHMS = ("RS256", "ES256")
+
+    def __init__(self, issuer: str, audience: str, *, jwks_url: str | None = None, claim: str = "sub") -> None:
+        import jwt
+
+        self._jwt = jwt
+        self._issuer = issuer.rstrip("/")
+        self._audience = audience
+        self._claim = claim
+        # Cognito and most providers publish their keys here; the discovery document says so too.
+        self._keys = jwt.PyJWKClient(jwks_url or f"{self._issuer}/.well-known/jwks.json", cache_keys=True)
+
+    def describe(self) -> str:
+        return f"users from ID tokens of {self._issuer} (client {self._audience}), checked against its keys"
+
+    def user_of(self, request: Request) -> str:
+        jwt = self._jwt
+        token = _bearer(request)
+        try:
+            key = self._keys.get_signing_key_from_jwt(token)
+            claims = jwt.decode(
+                token,
+                key.key,
+                algorithms=list(self.ALGORITHMS),
+                audience=self._audience,
+                issuer=self._issuer,
+                options={"require": ["exp", "iss", "aud", self._claim]},
+            )
+        except jwt.ExpiredSignatureError:
+            raise _unauthorized("the token has expired; sign in again") from None
+        except jwt.PyJWKClientConnectionError:
+            raise HTTPException(status_code=503, detail="the issuer's keys cannot be read") from None
+        except jwt.PyJWTError:
+            raise _unauthorized("the token is not valid for this API") from None
+        user = claims.get(self._claim)
+        if not isinstance(user, str) or not user:
+            raise _unauthorized("the token names no user")
+        return _checked(user)

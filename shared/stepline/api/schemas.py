@@ -84,6 +84,8 @@ class ApprovalView(_Body):
     reason: str | None
     requested_at: int
     expires_at: int | None
+    decided_by: str | None = None
+    """The deciding user's id, or `link` (a signed approval link); null while undecided."""
 
 
 def approval_view(record: ApprovalRecord) -> ApprovalView:

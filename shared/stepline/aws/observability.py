@@ -6,7 +6,9 @@ logged (it is ids too, but the rule is simpler kept absolute), responses are not
 traces, and no user text or tool data is written anywhere here.
 
 Logs carry `run_id` and `function_request_id`; metrics (namespace `POWERTOOLS_METRICS_NAMESPACE`)
-count each worker's outcomes, e.g. `ModelStep` with dimension `next=continue`.
+count each worker's outcomes, e.g. `ModelStep` with dimension `outcome=continue`, and a model step
+that streamed output reports `TimeToFirstToken` (milliseconds from the step's start to the model's
+first output; dimension `service` only, so the dashboard reads one series).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import logging
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from ..runtime.handlers import Handler, logical_name
 from ..store.redaction import RedactingFilter
@@ -57,6 +59,15 @@ def instrument(function_name: str, handler: Handler) -> Handler:
             metrics.add_dimension(name="outcome", value="error")
             metrics.add_metric(name=metric, unit=MetricUnit.Count, value=1)
             raise
+        first_output = result.get("firstOutputMs")
+        if isinstance(first_output, int):
+            with single_metric(
+                name="TimeToFirstToken",
+                unit=MetricUnit.Milliseconds,
+                value=first_output,
+                default_dimensions={"service": function_name},
+            ):
+                pass
         outcome = str(result.get("next") or result.get("status") or "done")
         metrics.add_dimension(name="outcome", value=outcome)
         metrics.add_metric(name=metric, unit=MetricUnit.Count, value=1)

@@ -22,10 +22,13 @@ from ..errors import StepLineError
 from ..llm.base import LanguageModel
 from ..llm.registry import resolve_model
 from ..runtime.handlers import Handler, handlers
+from ..runtime.notifications import NoNotifier, Notifier
 from ..runtime.services import DEFAULT_MODEL, Services
 from .dynamodb import DynamoStore
+from .events import EventBridgeNotifier
 from .observability import instrument
 from .s3 import S3BlobStore
+from .secrets import approval_links_from_secret
 from .stepfunctions import StepFunctionsOrchestrator
 
 __all__ = [
@@ -64,6 +67,10 @@ class Settings(BaseModel):
     anthropic_key_parameter: str | None = Field(alias="STEPLINE_ANTHROPIC_KEY_PARAMETER", default=None)
     cors_origins: str = Field(alias="STEPLINE_CORS_ORIGINS", default="")
     """Comma-separated browser origins that may call the API (read by `stepline.aws.api`)."""
+    approval_link_secret: str | None = Field(alias="STEPLINE_APPROVAL_LINK_SECRET", default=None)
+    """The Secrets Manager secret (ARN) whose value keys the approval links; unset: links are off."""
+    event_bus: str | None = Field(alias="STEPLINE_EVENT_BUS", default=None)
+    """The EventBridge bus of the run lifecycle events; unset: none are published."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -127,6 +134,14 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
         if settings.state_machine_arn
         else None
     )
+    links = (
+        approval_links_from_secret(client("secretsmanager"), settings.approval_link_secret)
+        if settings.approval_link_secret
+        else None
+    )
+    notifier: Notifier = (
+        EventBridgeNotifier(client("events"), bus=settings.event_bus) if settings.event_bus else NoNotifier()
+    )
     services = Services(
         store=store,
         blobs=blobs,
@@ -136,6 +151,8 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
         orchestrator=orchestrator,
         approval_timeout_ms=settings.approval_timeout_seconds * 1000,
         max_steps=settings.max_steps,
+        approval_links=links,
+        notifier=notifier,
     )
     for _, agent in agents:  # at cold start: a missing key or an unknown provider fails here, named
         services.model_for(agent)

@@ -21,6 +21,8 @@ Configuration is read from the environment:
                          variables, such as OPENAI_API_KEY and ANTHROPIC_API_KEY, give the keys)
     STEPLINE_TOOLS       the default agent's tools: a module exposing TOOLS (default: stepline.tools.workspace)
     STEPLINE_DEV_TOKENS  token:user,token2:user2 (default: one local user, no token needed)
+    STEPLINE_OIDC_ISSUER, STEPLINE_OIDC_CLIENT_ID   sign in with a real OIDC provider instead: bearer
+                         tokens are its ID tokens, checked against its keys; /config.json tells the UI
     STEPLINE_APPROVAL_TIMEOUT_SECONDS   how long an approval or question waits (default: 1 day)
     STEPLINE_CORS_ORIGINS  other browser origins that may call the API, comma-separated, such as
                          http://localhost:3000 for a front end of your own (default: none)
@@ -34,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import secrets
 import sys
 from collections.abc import Generator, Mapping
 from contextlib import contextmanager
@@ -41,12 +44,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from fastapi.responses import JSONResponse
+
 from ..agent.loading import AgentLoadError, AgentSet, agents_from_env, check_keys
 from ..api.app import ApiOptions, create_app
 from ..api.cors import parse_origins
-from ..api.identity import DevTokens, Identity, parse_dev_tokens
+from ..api.identity import DevTokens, Identity, JwtIdentity, parse_dev_tokens
 from ..errors import StepLineError
 from ..llm.registry import DEMO_BOOK, resolve_model
+from ..runtime.approval_links import ApprovalLinks
+from ..runtime.notifications import MemoryNotifier
 from ..runtime.services import Services
 from .backend import LocalBackend, local_backend
 from .links import LocalLinkBlobStore, mount_links
@@ -78,6 +85,8 @@ class DevConfig:
     tokens: dict[str, str]
     approval_timeout_seconds: int
     cors_origins: tuple[str, ...] = ()
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> DevConfig:
@@ -101,7 +110,25 @@ class DevConfig:
             tokens=tokens,
             approval_timeout_seconds=int(timeout),
             cors_origins=origins,
+            **_oidc(env),
         )
+
+
+def _oidc(env: Mapping[str, str]) -> dict[str, str]:
+    issuer, client = env.get("STEPLINE_OIDC_ISSUER", "").strip(), env.get("STEPLINE_OIDC_CLIENT_ID", "").strip()
+    if bool(issuer) != bool(client):
+        raise DevConfigError("STEPLINE_OIDC_ISSUER and STEPLINE_OIDC_CLIENT_ID go together")
+    if issuer and not issuer.startswith(("https://", "http://127.0.0.1", "http://localhost")):
+        raise DevConfigError("STEPLINE_OIDC_ISSUER must be an https:// URL (or a local http:// one)")
+    return {"oidc_issuer": issuer, "oidc_client_id": client} if issuer else {}
+
+
+def ui_config(config: DevConfig) -> dict[str, Any]:
+    """`/config.json`: what the UI reads at start (template.yaml's UiContent writes the deployed one)."""
+    auth = None
+    if config.oidc_issuer:
+        auth = {"authority": config.oidc_issuer, "clientId": config.oidc_client_id, "scope": "openid email profile"}
+    return {"apiBase": "", "auth": auth}
 
 
 @dataclass
@@ -128,15 +155,29 @@ def dev_server(
     agents = dev_agents(config)
 
     def make_services(**backend: Any) -> Services:
-        return Services(agents=agents, default_model=config.model, client="stepline-dev", **backend)
+        return Services(
+            agents=agents,
+            default_model=config.model,
+            client="stepline-dev",
+            # Approval links work locally too, with a key of this process (links end with it).
+            approval_links=ApprovalLinks(secrets.token_bytes(32)),
+            notifier=MemoryNotifier(),
+            **backend,
+        )
 
     with local_backend(
         make_services, approval_timeout_seconds=config.approval_timeout_seconds, data_dir=data_dir
     ) as backend:
         assert backend.orchestrator is not None
         sweeper = Sweeper(backend.services, backend.orchestrator).start()  # AWS runs it on a schedule
-        identity = DevTokens(config.tokens)
+        identity: Identity = (
+            JwtIdentity(config.oidc_issuer, config.oidc_client_id)
+            if config.oidc_issuer and config.oidc_client_id
+            else DevTokens(config.tokens)
+        )
         app = create_app(backend.services, identity, dataclasses.replace(api, cors_origins=config.cors_origins))
+        settings = ui_config(config)
+        app.add_api_route("/config.json", lambda: JSONResponse(settings, headers={"cache-control": "no-store"}))
         blobs = backend.services.blobs
         assert isinstance(blobs, LocalLinkBlobStore)
         mount_links(app, blobs)

@@ -56,8 +56,8 @@ def create_tables(dynamodb: Any, names: dict[str, str]) -> None:
 
 
 def create_bucket(s3: Any, name: str) -> None:
-    """Create the template's bucket with its public-access block and encryption."""
-    (props,) = resources("AWS::S3::Bucket").values()
+    """Create the template's artifact bucket with its public-access block and encryption."""
+    props = resources("AWS::S3::Bucket")["ArtifactBucket"]
     s3.create_bucket(Bucket=name)
     s3.put_public_access_block(Bucket=name, PublicAccessBlockConfiguration=props["PublicAccessBlockConfiguration"])
     # CloudFormation names the rule key `ServerSideEncryptionByDefault`; the S3 API calls it

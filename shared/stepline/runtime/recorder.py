@@ -30,6 +30,8 @@ from ..store.replay import chunks_of
 __all__ = ["RunRecorder"]
 
 _LOG = logging.getLogger("stepline.runtime")
+_OUTPUT = (sp.TextDelta, sp.ReasoningDelta, sp.ToolInputStart, sp.ToolCall)
+"""What counts as the model's first output (time to first token)."""
 
 
 class RunRecorder:
@@ -61,6 +63,9 @@ class RunRecorder:
             # parts) are part of what the client has: the snapshot this step stores must include them.
             self._reducer.apply(parse_chunk(chunk))
         self._skip_start_step = False
+        self._monotonic = monotonic
+        self._created = monotonic()
+        self._first_output: float | None = None
         self.last_seq = run.last_event_seq
         self.closed = False
         """True once the store refused an append because the run had ended."""
@@ -74,11 +79,18 @@ class RunRecorder:
         # A failed step's `error` is not the run's: the step is retried (its parts reset) or the run
         # fails, and `fail_run` writes the one `error` at the end. The stock client stops reading
         # at an `error`, so one in the middle would cut it off from a run that goes on.
+        if self._first_output is None and isinstance(part, _OUTPUT):
+            self._first_output = self._monotonic()
         chunks = [c for c in self._mapper.map(part) if not isinstance(c, ErrorChunk)]
         if self._skip_start_step and any(isinstance(c, StartStepChunk) for c in chunks):
             self._skip_start_step = False
             chunks = [c for c in chunks if not isinstance(c, StartStepChunk)]
         self.write(chunks)
+
+    @property
+    def first_output_ms(self) -> int | None:
+        """Milliseconds from this recorder's start (the step's) to the model's first output; None before it."""
+        return None if self._first_output is None else round((self._first_output - self._created) * 1000)
 
     def write(self, chunks: list[UIMessageChunk]) -> None:
         """Write chunks to the event log (the loop's, and start, finish, error)."""

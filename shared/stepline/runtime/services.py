@@ -23,7 +23,9 @@ from ..loop.tools import Tool
 from ..store.blobs import BlobStore
 from ..store.event_batcher import DEFAULT_WINDOW
 from ..store.ports import Store
+from .approval_links import ApprovalLinks
 from .guard import StoreToolGuard
+from .notifications import NoNotifier, Notifier
 
 __all__ = ["DEFAULT_MODEL", "Orchestrator", "Services"]
 
@@ -84,6 +86,10 @@ class Services:
     max_retries: int = 2
     """The default agent's retries inside a step (safe boundary only)."""
     approval_secret: bytes | None = None
+    approval_links: ApprovalLinks | None = None
+    """Signs and checks approval links (`stepline.runtime.approval_links`); None: links are off."""
+    notifier: Notifier = field(default_factory=NoNotifier)
+    """Where run lifecycle events go (`stepline.runtime.notifications`; EventBridge on AWS)."""
     delta_window: float = DEFAULT_WINDOW
     client: str | None = None
     clock: Callable[[], int] = field(default=_now_ms)

@@ -41,6 +41,7 @@ from ..store.ports import FinishRun, TurnStart, TurnStarted
 from ..store.records import TERMINAL, ApprovalRecord, RunRecord, StepRecordRow, ToolCallRecord
 from ..tools.context import RunContext
 from . import retries as retry_log
+from .announce import announce_approvals, announce_end, announce_question
 from .callbacks import fire
 from .recorder import RunRecorder
 from .services import Services
@@ -434,7 +435,10 @@ def _persist(services: Services, run: RunRecord, outcome: StepOutcome, recorder:
         _LOG.info("step %s of run %s was already saved", step.step_number, run.run_id)
     if outcome.kind == "await-approval":
         _request_approvals(services, run, state, snapshot)
-    return _reply(run, outcome.kind, steps=step.step_number + 1)
+    elif outcome.kind == "await-client":
+        announce_question(services, run, state)
+    timing = {} if recorder.first_output_ms is None else {"firstOutputMs": recorder.first_output_ms}
+    return _reply(run, outcome.kind, steps=step.step_number + 1, **timing)
 
 
 def _request_approvals(services: Services, run: RunRecord, state: LoopState, snapshot: Any) -> None:
@@ -465,6 +469,7 @@ def _request_approvals(services: Services, run: RunRecord, state: LoopState, sna
         event=None,
         now=now,
     )
+    announce_approvals(services, run, state)
 
 
 def _finish_approval_request(services: Services, run: RunRecord, state: LoopState) -> dict[str, Any]:
@@ -488,11 +493,13 @@ def await_input(services: Services, user_id: str, run_id: str, task_token: str) 
     run = store.get_run(user_id, run_id)
     if run.status == "waiting_user":
         store.attach_run_token(user_id, run_id, task_token)
+        announce_question(services, run, run_state(services, user_id, run_id))  # if the step's own was lost
         if not _client_outputs(services, user_id, run_id, run_state(services, user_id, run_id))[1]:
             _resume(services, task_token)
         return {"waiting": "client"}
     waiting = False
     state = run_state(services, user_id, run_id)
+    announce_approvals(services, run, state)  # the step's own announcement, if a crash lost it
     for approval in _run_approvals(services, user_id, run_id, state):
         if approval.status == "requested":
             with contextlib.suppress(Conflict):  # decided between the read and this write
@@ -554,14 +561,30 @@ def expire_input(services: Services, user_id: str, run_id: str) -> dict[str, Any
     return {"userId": user_id, "runId": run_id}
 
 
-def decide(services: Services, user_id: str, approval_id: str, *, approved: bool, reason: str | None) -> ApprovalRecord:
+def decide(
+    services: Services,
+    user_id: str,
+    approval_id: str,
+    *,
+    approved: bool,
+    reason: str | None,
+    decided_by: str | None = None,
+) -> ApprovalRecord:
     """The approval webhook's core: decide once (compare-and-set), then resume the workflow.
 
     Raises the store's `NotFound` (404), `Gone` (410) and `DecisionConflict` (409). Deciding the same
-    way again returns the stored approval.
+    way again returns the stored approval. `decided_by` is recorded on it: the user (the default), or
+    `link` for a signed approval link.
     """
     store = services.store
-    result = store.decide_approval(user_id, approval_id, approved=approved, reason=reason, now=services.clock())
+    result = store.decide_approval(
+        user_id,
+        approval_id,
+        approved=approved,
+        reason=reason,
+        now=services.clock(),
+        decided_by=decided_by or user_id,
+    )
     approval = store.settle_approval(user_id, approval_id, now=services.clock())
     run_still_waiting = _still_requested(
         services, user_id, approval.run_id, run_state(services, user_id, approval.run_id)
@@ -603,6 +626,7 @@ def _end(
             time.sleep(_END_PAUSE_SECONDS)
         run = store.get_run(user_id, run_id)
         if run.status in TERMINAL["run"]:
+            announce_end(services, user_id, run_id)  # the ending attempt's own, if a crash lost it
             return {"userId": user_id, "runId": run_id, "status": run.status}
         message = store.get_message(user_id, run.conversation_id, run.assistant_message_id)
         # What a step still streaming has written since the last snapshot is in the final message too.
@@ -619,7 +643,9 @@ def _end(
         except TerminalState:  # ended meanwhile (say, aborted while finishing): the first end stands
             break
         _ended(services, run, status, metadata)
+        announce_end(services, user_id, run_id)
         return {"userId": user_id, "runId": run_id, "status": status}
+    announce_end(services, user_id, run_id)  # another end won meanwhile; announced once all the same
     return {"userId": user_id, "runId": run_id, "status": store.get_run(user_id, run_id).status}
 
 

@@ -43,6 +43,7 @@ __all__ = [
     "expire_approval",
     "finish_run",
     "heartbeat",
+    "mark_notified",
     "mark_running",
     "record_tool_outcome",
     "request_approval",
@@ -451,7 +452,14 @@ def _expire(unit: Unit, approval: ApprovalRecord, now: int) -> ApprovalRecord:
 
 
 def decide_approval(
-    unit: Unit, user_id: str, approval_id: str, *, approved: bool, reason: str | None, now: int
+    unit: Unit,
+    user_id: str,
+    approval_id: str,
+    *,
+    approved: bool,
+    reason: str | None,
+    now: int,
+    decided_by: str | None = None,
 ) -> tuple[DecisionResult | None, Gone | None]:
     """Compare-and-set `requested → processing` with the decision.
 
@@ -475,6 +483,7 @@ def decide_approval(
         decision=decision,
         reason=reason,
         decided_at=now,
+        decided_by=decided_by,
         claim_token=f"{approval_id}:{now}",
     )
     unit.put(approval)
@@ -501,6 +510,20 @@ def expire_approval(unit: Unit, user_id: str, approval_id: str, *, now: int) -> 
     """`requested → expired`; a decided approval is returned unchanged."""
     approval = _approval(unit, user_id, approval_id)
     return _expire(unit, approval, now) if approval.status == "requested" else approval
+
+
+def mark_notified(unit: Unit, user_id: str, run_id: str, key: str) -> bool:
+    """Record that the run's notification `key` was published; False when it already was.
+
+    Allowed on an ended run too (the end itself is notified after it is committed). It changes
+    nothing else of the run, so it never conflicts with the run's own transitions except by
+    revision (then the unit runs again on fresh reads).
+    """
+    run = _run(unit, user_id, run_id)
+    if key in run.notified:
+        return False
+    unit.put(_update(run, notified=[*run.notified, key]))
+    return True
 
 
 # -- tool calls ----------------------------------------------------------------------------------

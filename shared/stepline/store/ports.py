@@ -232,9 +232,16 @@ class Store(Protocol):
     def get_approval(self, user_id: str, approval_id: str) -> ApprovalRecord: ...
 
     def decide_approval(
-        self, user_id: str, approval_id: str, *, approved: bool, reason: str | None, now: int
+        self,
+        user_id: str,
+        approval_id: str,
+        *,
+        approved: bool,
+        reason: str | None,
+        now: int,
+        decided_by: str | None = None,
     ) -> DecisionResult:
-        """Compare-and-set `requested → processing` with the decision.
+        """Compare-and-set `requested → processing` with the decision (and who made it).
 
         The same decision again returns the stored approval (`first=False`); a different one
         raises `DecisionConflict`; an expired approval raises `Gone`.
@@ -250,6 +257,10 @@ class Store(Protocol):
         ...
 
     def pending_approvals(self, user_id: str) -> list[ApprovalRecord]: ...
+
+    def mark_notified(self, user_id: str, run_id: str, key: str) -> bool:
+        """Record that the run's notification `key` was published; False when it already was."""
+        ...
 
     # -- tool calls ----------------------------------------------------------------------------------
 

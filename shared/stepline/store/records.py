@@ -178,6 +178,9 @@ class RunRecord(_Record):
     task_token: str | None = None
     """Stepline extension: the Step Functions token of a wait for client input (questions)."""
     version: int = 0
+    notified: list[str] = Field(default_factory=list[str])
+    """Stepline extension: the lifecycle notifications already published for this run (their keys,
+    e.g. `approval:<id>`, `end`), so a retried worker never publishes one twice."""
 
 
 class StepRecordRow(_Record):
@@ -231,6 +234,8 @@ class ApprovalRecord(_Record):
     task_token: str | None = None
     requested_at: int
     decided_at: int | None = None
+    decided_by: str | None = None
+    """Who decided: the deciding user's id, or `link` for a signed approval link."""
     expires_at: int | None = None
     checkpoint_seq: int = 0
 

@@ -119,10 +119,19 @@ class TransactionalStore(ABC):
         return self._do(lambda u: ops.attach_task_token(u, user_id, approval_id, task_token))
 
     def decide_approval(
-        self, user_id: str, approval_id: str, *, approved: bool, reason: str | None, now: int
+        self,
+        user_id: str,
+        approval_id: str,
+        *,
+        approved: bool,
+        reason: str | None,
+        now: int,
+        decided_by: str | None = None,
     ) -> DecisionResult:
         result, gone = self._do(
-            lambda u: ops.decide_approval(u, user_id, approval_id, approved=approved, reason=reason, now=now)
+            lambda u: ops.decide_approval(
+                u, user_id, approval_id, approved=approved, reason=reason, now=now, decided_by=decided_by
+            )
         )
         if gone is not None:
             raise gone
@@ -131,6 +140,9 @@ class TransactionalStore(ABC):
 
     def settle_approval(self, user_id: str, approval_id: str, *, now: int) -> ApprovalRecord:
         return self._do(lambda u: ops.settle_approval(u, user_id, approval_id, now=now))
+
+    def mark_notified(self, user_id: str, run_id: str, key: str) -> bool:
+        return self._do(lambda u: ops.mark_notified(u, user_id, run_id, key))
 
     def expire_approval(self, user_id: str, approval_id: str, *, now: int) -> ApprovalRecord:
         return self._do(lambda u: ops.expire_approval(u, user_id, approval_id, now=now))

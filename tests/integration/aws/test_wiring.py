@@ -11,10 +11,13 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from stepline.aws.events import EventBridgeNotifier
+from stepline.aws.secrets import KeyUnavailableError
 from stepline.aws.wiring import ConfigurationError, Settings, build_services, worker_handler
 from stepline.llm.openai import OpenAIModel
 from stepline.local.resources import create_tables
 from stepline.runtime.handlers import HANDLER_NAMES
+from stepline.runtime.notifications import NoNotifier
 from stepline.store.errors import NotFound
 
 REPO = Path(__file__).resolve().parents[3]
@@ -131,3 +134,19 @@ def test_the_reconciler_entry_point_closes_a_run_from_an_eventbridge_event(monke
         assert module.handler({**event, "detail": {**event["detail"], "status": "SUCCEEDED"}}, Context()) == {
             "ignored": "SUCCEEDED"
         }
+
+
+def test_links_are_keyed_from_secrets_manager_and_events_go_to_the_bus() -> None:
+    env = {**ENV, "STEPLINE_OPENAI_KEY_PARAMETER": "", "STEPLINE_EVENT_BUS": "stepline-events-bus"}
+    with mock_aws():
+        create_tables(_client("dynamodb"), {"AgentTable": "stepline-agent", "EventsTable": "stepline-events"})
+        _client("s3").create_bucket(Bucket="stepline-artifacts")
+        arn = _client("secretsmanager").create_secret(Name="stepline-link-key", SecretString="s" * 64)["ARN"]
+        services = build_services(Settings.from_env({**env, "STEPLINE_APPROVAL_LINK_SECRET": arn}), client=_client)
+        assert services.approval_links is not None and services.approval_links.key == b"s" * 64
+        assert isinstance(services.notifier, EventBridgeNotifier)
+        off = build_services(Settings.from_env(ENV | {"STEPLINE_OPENAI_KEY_PARAMETER": ""}), client=_client)
+        assert off.approval_links is None and isinstance(off.notifier, NoNotifier)
+        with pytest.raises(KeyUnavailableError) as caught:
+            build_services(Settings.from_env({**env, "STEPLINE_APPROVAL_LINK_SECRET": "missing"}), client=_client)
+    assert "missing" in str(caught.value) and "ResourceNotFoundException" in str(caught.value)

@@ -48,6 +48,8 @@ API_FUNCTIONS = {
 }
 RECONCILER = {"ReconcilerFunction": ("functions/reconciler/", 120, 256)}  # closes runs whose execution died
 FUNCTIONS = WORKERS | API_FUNCTIONS | RECONCILER
+# Deploy-time plumbing, not part of Stepline's runtime: no shared layer, no Stepline environment.
+DEPLOY_FUNCTIONS = {"UiDeployFunction": ("functions/ui_deploy/", 300, 256)}
 
 PLACEHOLDERS = {
     "ModelStepFunctionArn",
@@ -193,7 +195,7 @@ def test_state_machine_may_invoke_exactly_the_five_workers(translated: Template)
 
 def test_every_function_has_its_own_timeout_memory_and_the_shared_layer(source: Template, translated: Template) -> None:
     functions = _resources(translated, "AWS::Lambda::Function")
-    assert set(functions) == set(FUNCTIONS)
+    assert set(functions) == set(FUNCTIONS) | set(DEPLOY_FUNCTIONS)
     (shared_layer,) = (
         name for name in _resources(translated, "AWS::Lambda::LayerVersion") if name.startswith("SharedLayer")
     )
@@ -293,19 +295,28 @@ def test_stream_function_has_no_non_http_triggers(source: Template, translated: 
     assert "StreamFunction" not in text and "ApiFunction" not in text
 
 
+# The one route without a user token: a signed approval link's token is its permission.
+UNAUTHENTICATED = {("/api/approval-links/{approval_id}", "post")}
+
+
 def test_every_route_requires_the_cognito_authorizer_but_the_cors_preflights(translated: Template) -> None:
     body = translated["Resources"]["ChatApi"]["Properties"]["Body"]
     authorizer = body["securityDefinitions"]["CognitoAuthorizer"]["x-amazon-apigateway-authorizer"]
-    assert authorizer == {"providerARNs": [{"Ref": "UserPoolArn"}], "type": "cognito_user_pools"}
+    # The stack's own pool when it creates one, else the UserPoolArn parameter (test_template_ui).
+    assert authorizer["type"] == "cognito_user_pools"
+    (provider,) = authorizer["providerARNs"]
+    assert provider["Fn::If"][:2] == ["CreateUserPool", {"Fn::GetAtt": ["UserPool", "Arn"]}]
     methods = [(path, method, op) for path, ops in body["paths"].items() for method, op in ops.items()]
     assert methods
     for path, method, operation in methods:
-        if method == "options":  # a browser's preflight carries no credentials; the app answers it
+        # A browser's preflight carries no credentials (the app answers it); a link's token is its permission.
+        if method == "options" or (path, method) in UNAUTHENTICATED:
             assert operation["security"] == [{"NONE": []}], path
             uri = _sub_text(operation["x-amazon-apigateway-integration"]["uri"])
             assert uri.endswith("/2015-03-31/functions/${ApiFunction.Arn}/invocations"), path
         else:
             assert operation["security"] == [{"CognitoAuthorizer": []}], (path, method)
+    assert {(path, method) for path, method, _ in methods} >= UNAUTHENTICATED
     # Every path a browser may call has its preflight (API Gateway matches the path, then the method).
     assert {path for path, ops in body["paths"].items() if "options" in ops} == set(body["paths"])
     assert translated["Resources"]["ChatApi"]["Properties"]["EndpointConfiguration"]["Types"] == ["REGIONAL"]
@@ -313,7 +324,7 @@ def test_every_route_requires_the_cognito_authorizer_but_the_cors_preflights(tra
 
 def test_iam_statements_name_specific_resources(source: Template, translated: Template) -> None:
     roles = _resources(translated, "AWS::IAM::Role")
-    assert set(roles) == {f"{name}Role" for name in FUNCTIONS} | {"AgentRunStateMachineRole"}
+    assert set(roles) == {f"{name}Role" for name in FUNCTIONS | DEPLOY_FUNCTIONS} | {"AgentRunStateMachineRole"}
     known = set(source["Resources"]) | set(source["Parameters"])
     for role_name, role in roles.items():
         properties = role["Properties"]
