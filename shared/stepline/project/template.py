@@ -95,9 +95,10 @@ def project_template(root: Path, project: Path, *, agent: str, name: str) -> dic
     }
     for resource in resources.values():
         if resource.get("Type") == "AWS::Serverless::Function":
-            layers = cast(list[Any], resource["Properties"].setdefault("Layers", []))
-            at = next((i + 1 for i, layer in enumerate(layers) if layer == {"Ref": "SharedLayer"}), 0)
-            layers.insert(at, {"Ref": AGENT_LAYER})
+            layers = cast(list[Any], resource["Properties"].get("Layers", []))
+            at = next((i + 1 for i, layer in enumerate(layers) if layer == {"Ref": "SharedLayer"}), None)
+            if at is not None:  # a Stepline runtime function (not deploy-time plumbing such as the UI copier)
+                layers.insert(at, {"Ref": AGENT_LAYER})
     _set_agent(template, agent)
     return template
 

@@ -114,7 +114,18 @@ RETRY_REASONS = {
 }
 
 
-PAYLOAD_KEYS = {"userId", "runId", "next", "steps", "retryable", "error", "status", "waiting"}
+PAYLOAD_KEYS = {
+    "userId",
+    "runId",
+    "next",
+    "steps",
+    "retryable",
+    "error",
+    "status",
+    "waiting",
+    "waitSeconds",
+    "firstOutputMs",
+}
 
 
 def assert_ids_only(history: list[dict[str, Any]]) -> None:

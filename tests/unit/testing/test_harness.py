@@ -12,7 +12,7 @@ from pydantic import Field
 
 from stepline import Agent, RunContext, tool
 from stepline.llm.base import FunctionTool
-from stepline.llm.scripted import ScriptedModel, ScriptExhaustedError
+from stepline.llm.scripted import ScriptedModel
 from stepline.protocol.model_messages import ModelMessage, SystemModelMessage, ToolModelMessage
 from stepline.store.records import ApprovalRecord
 from stepline.testing import (
@@ -217,7 +217,8 @@ def test_a_model_that_keeps_failing_fails_the_run_through_fail_run() -> None:
 def test_a_script_that_runs_out_fails_the_run_loudly() -> None:
     result = run_turn(AGENT, "weather", model=scripted_model([call("get_weather", city="Oslo")]))
     assert result.status == "failed"
-    assert result.run.error is not None and result.run.error["code"] == ScriptExhaustedError.__name__
+    # the run's error names no Python class (issue 12): a fixed sentence and a stable code
+    assert result.run.error is not None and result.run.error["code"] == "step_failed"
 
 
 def test_several_agents_each_with_its_own_model() -> None:
