@@ -8,17 +8,26 @@ boundaries are persisted as they happen, high-frequency deltas are coalesced per
   event `type` comes from `EVENT_TYPES` (spec 000's names where one fits). Boundary events are
   durable, except a transient data chunk: it is never part of the message, so its event is
   `durable=False` ("仅实时展示", live display only) and expires with the delta batches.
-- A *delta* chunk is written at once when the stream is quiet (nothing pending and no delta
-  batch flushed within the last `window` seconds), so the first token is not delayed. Later deltas
-  are held and flushed as ONE event (`type="delta"`, `durable=False`) once `window` has passed
-  since the last flush: by the next `add`, by `poll()` from a timer, or by `flush()`.
+- A *delta* chunk is written at once when it is the first delta of its part (the leading edge: a
+  part's first token is visible as soon as it exists), when a whole `window` has passed since the
+  last delta batch was written, or when the model is slow: while the deltas of the current part
+  come no faster than two per window (a running average of the gaps between them, restarted at
+  every boundary), holding one would only delay it. Otherwise it is held, and the held deltas are
+  flushed as ONE event (`type="delta"`, `durable=False`) once `window` has passed since the last
+  flush: by the next `add`, by `poll()` from a timer, or by `flush()`.
 - Inside a batch, consecutive deltas of the same part (same chunk type and id) are merged into one
   chunk: 500 token deltas of one text part become one `text-delta`. Deltas of different parts keep
   their exact order. A merged chunk carries the last `providerMetadata` of its run (what the
   reducer would have kept).
 
-So the number of writes per second stays near `1 / window` plus the boundaries, whatever the
-token rate, and reducing the chunks of all events in order gives the same message as reducing the
+The writer reports how long its appends take (`wrote`): while they take longer than half the
+window, the window widens to twice their duration, so a slow store (moto's DynamoDB copies its
+tables on every transaction) gets fewer, larger batches instead of a writer that does nothing but
+write while the model's tokens wait behind it.
+
+So a delta is never held longer than the (widened) window, and only when the next ones are coming fast; the
+number of writes per second stays under `2 / window` plus the leading edges and the boundaries,
+whatever the token rate, and reducing the chunks of all events in order gives the same message as reducing the
 original chunks (the tests check this property on random streams and timings).
 
 Event types (`EVENT_TYPES`; `message_saved` is written by the store itself, not from a chunk):
@@ -65,8 +74,11 @@ __all__ = [
     "event_type_of",
 ]
 
-DEFAULT_WINDOW: Final = 0.150
-"""Seconds between two delta batches (docs/data-model.md: 150 ms)."""
+DEFAULT_WINDOW: Final = 0.050
+"""Seconds a delta may be held for the next batch (docs/data-model.md: 50 ms)."""
+
+_SMOOTHING: Final = 0.3
+"""Weight of the newest sample in the running averages (gaps between deltas, write durations)."""
 
 DELTA_EVENT: Final = "delta"
 """The `type` of a delta batch event."""
@@ -177,10 +189,27 @@ class EventBatcher:
         self._clock = clock
         self._runs: list[_Run] = []
         self._last_flush: float | None = None
+        self._parts: set[tuple[str, str]] = set()
+        """The parts that have had a delta (the next delta of any other is a leading edge)."""
+        self._last_delta: float | None = None
+        self._gap: float | None = None
+        """The running average of the gaps between the deltas since the last boundary."""
+        self._write = 0.0
+        """The running average of the writer's append durations (`wrote`)."""
 
     @property
     def window(self) -> float:
+        """The configured window."""
         return self._window
+
+    @property
+    def effective_window(self) -> float:
+        """The window in force: the configured one, or twice the appends' duration when that is longer."""
+        return 0.0 if self._window == 0 else max(self._window, 2 * self._write)
+
+    def wrote(self, seconds: float) -> None:
+        """The writer's last append took `seconds` (the window widens while appends are slow)."""
+        self._write += _SMOOTHING * (seconds - self._write)
 
     @property
     def has_pending(self) -> bool:
@@ -193,6 +222,7 @@ class EventBatcher:
         if isinstance(chunk, TextDeltaChunk | ReasoningDeltaChunk | ToolInputDeltaChunk):
             return self._add_delta(chunk, now)
         events = self._flush(now)
+        self._last_delta = self._gap = None  # a boundary: the next part paces itself
         transient = isinstance(chunk, DataChunk) and chunk.transient is True
         events.append(NewEvent(type=event_type_of(chunk.type), chunks=[chunk.to_wire()], durable=not transient))
         return events
@@ -213,16 +243,24 @@ class EventBatcher:
         """The clock time at which the held deltas are due, or None when nothing is held."""
         if not self._runs or self._last_flush is None:
             return None
-        return self._last_flush + self._window
+        return self._last_flush + self.effective_window
 
     def _add_delta(self, chunk: _DeltaChunk, now: float) -> list[NewEvent]:
-        quiet = not self._runs and (self._last_flush is None or now >= self._last_flush + self._window)
         key = _key(chunk)
+        leading = key not in self._parts
+        self._parts.add(key)
+        if self._last_delta is not None:
+            gap = now - self._last_delta
+            self._gap = gap if self._gap is None else self._gap + _SMOOTHING * (gap - self._gap)
+        self._last_delta = now
         if self._runs and self._runs[-1].key == key:
             self._runs[-1].append(chunk)
         else:
             self._runs.append(_Run(key, chunk))
-        if quiet or (self._last_flush is not None and now >= self._last_flush + self._window):
+        window = self.effective_window
+        due = self._last_flush is None or now >= self._last_flush + window
+        slow = self._gap is not None and self._gap >= window / 2
+        if leading or due or slow:
             return self._flush(now)
         return []
 

@@ -97,9 +97,57 @@ def test_poll_writes_held_deltas_only_once_the_deadline_is_reached() -> None:
     assert b.poll() == []
     assert b.next_deadline() is None
     # a delta right after a timer flush is held (the window restarts at the flush)
-    clock.now += 0.05
+    clock.now += 0.001
     assert b.add(text_delta("c")) == []
     assert b.next_deadline() == pytest.approx(deadline + 0.1)
+
+
+def test_the_first_delta_of_every_part_is_written_at_once() -> None:
+    """The leading edge: a part's first token is visible at once, even inside a batch window."""
+    b, clock = batcher()
+    b.add(c(type="reasoning-start", id="r"))
+    assert all_chunks(b.add(c(type="reasoning-delta", id="r", delta="think"))) == [
+        {"type": "reasoning-delta", "id": "r", "delta": "think"}
+    ]
+    clock.now = 0.001
+    assert b.add(c(type="reasoning-delta", id="r", delta="ing")) == []  # held: the window is not over
+    clock.now = 0.002
+    b.add(c(type="text-start", id="t"))  # a boundary writes what is held first
+    clock.now = 0.003
+    events = b.add(text_delta("Hi"))
+    assert all_chunks(events) == [{"type": "text-delta", "id": "t", "delta": "Hi"}]
+    clock.now = 0.004
+    assert b.add(text_delta(" there")) == []
+    # the same part's next deltas are batched; the leading edge of another part flushes them with it
+    clock.now = 0.005
+    events = b.add(c(type="tool-input-delta", toolCallId="c1", inputTextDelta="{"))
+    assert all_chunks(events) == [
+        {"type": "text-delta", "id": "t", "delta": " there"},
+        {"type": "tool-input-delta", "toolCallId": "c1", "inputTextDelta": "{"},
+    ]
+
+
+def test_a_slow_models_deltas_are_never_held() -> None:
+    """Deltas that come no faster than two per window are written as they come (batching would
+    only delay them); faster ones are held, and the pace is measured again for every part."""
+    b, clock = batcher(window=0.05)
+    b.add(c(type="text-start", id="slow"))
+    held = 0
+    for i in range(10):  # one every 30 ms: slower than two per 50 ms window
+        clock.now = i * 0.03
+        held += b.add(parse_chunk({"type": "text-delta", "id": "slow", "delta": str(i)})) == []
+    assert held == 0
+    b.add(c(type="text-end", id="slow"))
+    b.add(c(type="text-start", id="fast"))
+    start = clock.now
+    written = 0
+    for i in range(10):  # one every 10 ms: held, at most one window
+        clock.now = start + 0.001 + i * 0.01
+        events = b.add(parse_chunk({"type": "text-delta", "id": "fast", "delta": str(i)}))
+        written += len(events)
+        deadline = b.next_deadline()
+        assert deadline is None or deadline - clock.now <= 0.05
+    assert written == 2  # the leading edge, then one batch when the window had passed
 
 
 def test_next_deadline_is_none_when_nothing_is_held() -> None:
@@ -159,7 +207,13 @@ def test_deltas_of_different_parts_keep_their_exact_order() -> None:
     b.add(c(type="tool-input-start", toolCallId="c2", toolName="b"))
     b.add(c(type="reasoning-start", id="x"))
     b.add(c(type="text-start", id="x"))
-    b.add(c(type="text-delta", id="x", delta="0"))  # immediate
+    for raw in (  # the first delta of each part: written at once (leading edges)
+        {"type": "tool-input-delta", "toolCallId": "c1", "inputTextDelta": ""},
+        {"type": "tool-input-delta", "toolCallId": "c2", "inputTextDelta": ""},
+        {"type": "reasoning-delta", "id": "x", "delta": ""},
+        {"type": "text-delta", "id": "x", "delta": "0"},
+    ):
+        assert len(b.add(parse_chunk(raw))) == 1
     clock.now = 0.01
     for raw in (
         {"type": "tool-input-delta", "toolCallId": "c1", "inputTextDelta": '{"a"'},
