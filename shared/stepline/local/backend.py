@@ -20,6 +20,7 @@ from typing import Any, cast
 from ..aws.dynamodb import DynamoStore
 from ..aws.stepfunctions import StepFunctionsOrchestrator
 from ..runtime.handlers import Handler, handlers
+from ..runtime.notifications import InProcessNotifier
 from ..runtime.services import Services
 from .links import LocalLinkBlobStore
 from .resources import create_bucket, create_tables
@@ -112,6 +113,7 @@ def local_backend(
         services = make_services(
             store=store, blobs=blobs, orchestrator=orchestrator, approval_timeout_ms=approval_timeout_seconds * 1000
         )
+        services.notifier = InProcessNotifier()  # the workers run in this process: they wake the streams
         routes = handlers(lambda: services)
         install_lambda_router(wrap(routes) if wrap else routes)
         yield LocalBackend(services, workflow, routes, dynamodb)

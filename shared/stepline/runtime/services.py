@@ -19,6 +19,7 @@ from ..store.blobs import BlobStore
 from ..store.event_batcher import DEFAULT_WINDOW
 from ..store.ports import Store
 from .guard import StoreToolGuard
+from .notifications import RunNotifier
 
 __all__ = ["Orchestrator", "Services"]
 
@@ -64,6 +65,8 @@ class Services:
     """Retries inside a step (safe boundary only); Step Functions retries the step after that."""
     approval_secret: bytes | None = None
     delta_window: float = DEFAULT_WINDOW
+    notifier: RunNotifier | None = None
+    """Tells the streams following a run that its log has grown (None: they only poll)."""
     client: str | None = None
     clock: Callable[[], int] = field(default=_now_ms)
 

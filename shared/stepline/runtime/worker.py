@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, Literal, cast
 
 from pydantic import JsonValue
@@ -34,7 +35,15 @@ from ..protocol.to_chunks import DEFAULT_ERROR_TEXT
 from ..store.errors import ConcurrentUpdate, Conflict, NotFound, TerminalState
 from ..store.history import history_messages
 from ..store.ports import FinishRun, TurnStart, TurnStarted
-from ..store.records import TERMINAL, ApprovalRecord, RunRecord, StepRecordRow, ToolCallRecord
+from ..store.records import (
+    TERMINAL,
+    ApprovalRecord,
+    EventRecord,
+    MessageRecord,
+    RunRecord,
+    StepRecordRow,
+    ToolCallRecord,
+)
 from ..tools.context import RunContext
 from .recorder import RunRecorder
 from .services import Services
@@ -56,7 +65,9 @@ _LOG = logging.getLogger("stepline.runtime")
 Next = Literal["continue", "await-approval", "await-client", "finished", "failed", "aborted"]
 _TERMINAL_NEXT: dict[str, Next] = {"completed": "finished", "failed": "failed", "aborted": "aborted"}
 ABORT_POLL_SECONDS = 1.0
-_END_ATTEMPTS = 5
+_END_ATTEMPTS = 50
+"""An end (an abort) races a step that still streams: each attempt that loses to an append reads only
+what was appended and tries again; a step appends at most every few tens of milliseconds."""
 
 
 # -- starting a turn --------------------------------------------------------------------------------
@@ -114,7 +125,9 @@ def begin_turn(
     store.save_checkpoint(
         user_id, run_id, state=state.model_dump(mode="json", by_alias=True), reason="step_end", now=now
     )
-    recorder = RunRecorder(store, started.run, started.assistant_message, now=services.clock)
+    recorder = RunRecorder(
+        store, started.run, started.assistant_message, now=services.clock, notify=_notifier(services, started.run)
+    )
     recorder.write([StartChunk(message_id=assistant_message_id, message_metadata=metadata)])
     recorder.flush()
     if services.orchestrator is not None:
@@ -153,7 +166,15 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
         user_id, run_id, min(message.snapshot_seq, checkpoint.last_event_seq), now=services.clock()
     )
     replay = [e for e in since if e.seq > message.snapshot_seq]
-    recorder = RunRecorder(store, run, message, now=services.clock, window=services.delta_window, replay=replay)
+    recorder = RunRecorder(
+        store,
+        run,
+        message,
+        now=services.clock,
+        window=services.delta_window,
+        replay=replay,
+        notify=_notifier(services, run),
+    )
     attempted = [c for e in since if e.seq > checkpoint.last_event_seq for c in e.chunks]
     if any(c.get("type") == "start-step" for c in attempted):
         recorder.redo_step()  # an attempt of this step that crashed or failed streamed parts: drop them
@@ -354,6 +375,7 @@ def _persist(services: Services, run: RunRecord, outcome: StepOutcome, recorder:
         _LOG.info("step %s of run %s was already saved", step.step_number, run.run_id)
     if outcome.kind == "await-approval":
         _request_approvals(services, run, state, snapshot)
+    _notify(services, run.user_id, run.run_id, recorder.last_seq)  # a wait is a change of status only
     return _reply(run, outcome.kind, steps=step.step_number + 1)
 
 
@@ -393,6 +415,22 @@ def _finish_approval_request(services: Services, run: RunRecord, state: LoopStat
     recorder = RunRecorder(services.store, run, message, now=services.clock)
     _request_approvals(services, run, state, recorder.snapshot())
     return _reply(run, "await-approval")
+
+
+def _notifier(services: Services, run: RunRecord) -> Callable[[int], None] | None:
+    """What a recorder calls after each append: the run's streams read the log at once."""
+    if services.notifier is None:
+        return None
+    return lambda seq: _notify(services, run.user_id, run.run_id, seq)
+
+
+def _notify(services: Services, user_id: str, run_id: str, seq: int) -> None:
+    if services.notifier is None:
+        return
+    try:
+        services.notifier.notify(user_id, run_id, seq)
+    except Exception:  # a lost notification costs the stream one poll interval, never the write
+        _LOG.warning("notifying the streams of run %s failed", run_id, exc_info=True)
 
 
 def _reply(run: RunRecord, next_kind: Next, **extra: Any) -> dict[str, Any]:
@@ -497,13 +535,19 @@ def _end(
     **fields: Any,
 ) -> dict[str, Any]:
     store = services.store
+    message: MessageRecord | None = None
+    written: list[EventRecord] = []
     for _ in range(_END_ATTEMPTS):
         run = store.get_run(user_id, run_id)
         if run.status in TERMINAL["run"]:
             return {"userId": user_id, "runId": run_id, "status": run.status}
-        message = store.get_message(user_id, run.conversation_id, run.assistant_message_id)
         # What a step still streaming has written since the last snapshot is in the final message too.
-        written = store.events_after(user_id, run_id, message.snapshot_seq, now=services.clock())
+        # A retry reads only what was appended since the last attempt: a step that streams fast must
+        # not outrun an end that re-reads its whole log every time.
+        if message is None:
+            message = store.get_message(user_id, run.conversation_id, run.assistant_message_id)
+        after = written[-1].seq if written else message.snapshot_seq
+        written += store.events_after(user_id, run_id, after, now=services.clock())
         recorder = RunRecorder(store, run, message, now=services.clock, replay=written)
         event = recorder.final_event(chunks)
         end = FinishRun(
@@ -515,6 +559,7 @@ def _end(
             continue
         except TerminalState:  # ended meanwhile (say, aborted while finishing): the first end stands
             break
+        _notify(services, user_id, run_id, recorder.last_seq + 1)
         return {"userId": user_id, "runId": run_id, "status": status}
     return {"userId": user_id, "runId": run_id, "status": store.get_run(user_id, run_id).status}
 
