@@ -29,6 +29,7 @@ and server, alternating servers. Figures only; no assertions.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -181,6 +182,12 @@ def main() -> None:
     parser.add_argument("--deltas", type=int, default=500)
     parser.add_argument("--runs", type=int, default=3, help="measured runs per pace and server (default 3)")
     parser.add_argument("--paces", default="5,20", help="ms between deltas, comma-separated (default 5,20)")
+    parser.add_argument(
+        "--also",
+        metavar="DIR",
+        help="also run `stepline dev` from another checkout's shared/ (say, the code before a change),"
+        " in the same run: `git archive <commit> shared | tar -x -C DIR`",
+    )
     args = parser.parse_args()
     deltas: int = args.deltas
     paces = [float(p) for p in args.paces.split(",")]
@@ -196,17 +203,17 @@ def main() -> None:
             "STEPLINE_WEB_DIST": str(Path(tmp) / "no-web"),  # no UI build: the API only
         }
         env.pop("STEPLINE_DEV_TOKENS", None)
+        dev = [sys.executable, "-m", "stepline.cli", "dev"]
         servers = {
-            "AI SDK peer": ["node", str(ROOT / "bench" / "ttft_peer.mjs"), str(book_path)],
-            "stepline dev": [sys.executable, "-m", "stepline.cli", "dev"],
+            "AI SDK peer": (["node", str(ROOT / "bench" / "ttft_peer.mjs"), str(book_path)], env),
+            "stepline dev": (dev, env),
         }
+        if args.also:
+            servers["dev (--also)"] = (dev, {**env, "PYTHONPATH": str(Path(args.also).resolve() / "shared")})
         figures: dict[tuple[str, float], Figures] = {(s, p): Figures() for s in servers for p in paces}
-        with (
-            server(servers["AI SDK peer"], env) as peer,
-            server(servers["stepline dev"], env) as dev,
-            httpx.Client(timeout=120) as client,
-        ):
-            urls = {"AI SDK peer": peer, "stepline dev": dev}
+        with contextlib.ExitStack() as stack:
+            urls = {label: stack.enter_context(server(command, e)) for label, (command, e) in servers.items()}
+            client = stack.enter_context(httpx.Client(timeout=120))
             for label, url in urls.items():
                 chat(client, url, WARM, f"warm-{label.split()[0]}")
             for pace in paces:
@@ -230,6 +237,8 @@ def main() -> None:
                 f" {round(sum(f.frames) / len(f.frames)):>7}"
             )
         peer_f, dev_f = figures[("AI SDK peer", pace)], figures[("stepline dev", pace)]
+        if args.also:
+            print(f"  (--also: {args.also})")
         peer_ttft, dev_ttft = percentile(peer_f.ttft, 0.5), percentile(dev_f.ttft, 0.5)
         print(
             f"  {pace:g} ms: TTFT {dev_ttft * 1000:.1f} ms vs 1.5×peer+50 = {(1.5 * peer_ttft + 0.05) * 1000:.1f} ms;"
