@@ -447,3 +447,24 @@ def test_reducing_the_events_gives_the_same_message_as_reducing_the_chunks(
             assert len(event.chunks) == 1 and _key(event.chunks[0]) is None
             assert event.durable == (event.chunks[0].get("transient") is not True)
     assert not b.has_pending
+
+
+def test_slow_appends_widen_the_window_to_twice_their_duration() -> None:
+    """A store whose appends take 60 ms gets batches every ~120 ms, not a writer that only writes."""
+    b, clock = batcher(window=0.05)
+    assert b.effective_window == 0.05
+    for _ in range(30):
+        b.wrote(0.06)
+    assert b.effective_window == pytest.approx(0.12, rel=0.01)
+    b.add(c(type="text-start", id="t"))
+    b.add(text_delta("a"))  # the leading edge is not held, however slow the store
+    assert not b.has_pending
+    clock.now = 0.01
+    b.add(text_delta("b"))
+    clock.now = 0.06  # past the configured window, inside the widened one
+    assert b.add(text_delta("c")) == []
+    assert b.next_deadline() == pytest.approx(0.12, rel=0.01)
+    for _ in range(30):
+        b.wrote(0.001)  # fast again: back to the configured window
+    assert b.effective_window == 0.05
+    assert all_chunks(b.add(text_delta("d"))) == [{"type": "text-delta", "id": "t", "delta": "bcd"}]
