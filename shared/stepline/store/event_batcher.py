@@ -8,6 +8,9 @@ boundaries are persisted as they happen, high-frequency deltas are coalesced per
   event `type` comes from `EVENT_TYPES` (spec 000's names where one fits). Boundary events are
   durable, except a transient data chunk: it is never part of the message, so its event is
   `durable=False` ("仅实时展示", live display only) and expires with the delta batches.
+- An *opening* boundary (`start-step`, `text-start`, `reasoning-start`: they show nothing by
+  themselves) is held until the next chunk, and written with it in the same append, or by `poll()`
+  once `window` has passed: the first token of a step costs one write, not three.
 - A *delta* chunk is written at once when it is the first delta of its part (the leading edge: a
   part's first token is visible as soon as it exists), when a whole `window` has passed since the
   last delta batch was written, or when the model is slow: while the deltas of the current part
@@ -70,6 +73,7 @@ __all__ = [
     "DELTA_CHUNK_TYPES",
     "DELTA_EVENT",
     "EVENT_TYPES",
+    "OPENING_CHUNK_TYPES",
     "EventBatcher",
     "event_type_of",
 ]
@@ -85,6 +89,9 @@ DELTA_EVENT: Final = "delta"
 
 DELTA_CHUNK_TYPES: Final = frozenset({"text-delta", "reasoning-delta", "tool-input-delta"})
 """The chunk types that are coalesced; every other chunk is a boundary."""
+
+OPENING_CHUNK_TYPES: Final = frozenset({"start-step", "text-start", "reasoning-start"})
+"""Boundaries that are held until the next chunk (they open something the next chunk fills)."""
 
 EVENT_TYPES: Final[dict[str, str]] = {
     "start": "conversation",
@@ -188,6 +195,9 @@ class EventBatcher:
         self._window = window
         self._clock = clock
         self._runs: list[_Run] = []
+        self._opening: list[NewEvent] = []
+        """Opening boundaries held for the next chunk (they come before every held delta)."""
+        self._opened_at: float | None = None
         self._last_flush: float | None = None
         self._parts: set[tuple[str, str]] = set()
         """The parts that have had a delta (the next delta of any other is a leading edge)."""
@@ -213,19 +223,23 @@ class EventBatcher:
 
     @property
     def has_pending(self) -> bool:
-        """True while deltas are held for the next batch."""
-        return bool(self._runs)
+        """True while deltas or opening boundaries are held."""
+        return bool(self._runs or self._opening)
 
     def add(self, chunk: UIMessageChunk) -> list[NewEvent]:
         """Take the next chunk of the stream; return the events to append now."""
         now = self._clock()
         if isinstance(chunk, TextDeltaChunk | ReasoningDeltaChunk | ToolInputDeltaChunk):
             return self._add_delta(chunk, now)
-        events = self._flush(now)
         self._last_delta = self._gap = None  # a boundary: the next part paces itself
         transient = isinstance(chunk, DataChunk) and chunk.transient is True
-        events.append(NewEvent(type=event_type_of(chunk.type), chunks=[chunk.to_wire()], durable=not transient))
-        return events
+        event = NewEvent(type=event_type_of(chunk.type), chunks=[chunk.to_wire()], durable=not transient)
+        if chunk.type in OPENING_CHUNK_TYPES:
+            events = self._flush(now) if self._runs else []  # held deltas go first; openings wait together
+            self._opening.append(event)
+            self._opened_at = now if self._opened_at is None else self._opened_at
+            return events
+        return [*self._flush(now), event]
 
     def poll(self) -> list[NewEvent]:
         """Write the held deltas if the window has elapsed (for a timer-driven writer)."""
@@ -240,10 +254,13 @@ class EventBatcher:
         return self._flush(self._clock())
 
     def next_deadline(self) -> float | None:
-        """The clock time at which the held deltas are due, or None when nothing is held."""
-        if not self._runs or self._last_flush is None:
-            return None
-        return self._last_flush + self.effective_window
+        """The clock time at which what is held is due, or None when nothing is held."""
+        due: list[float] = []
+        if self._runs and self._last_flush is not None:
+            due.append(self._last_flush + self.effective_window)
+        if self._opening and self._opened_at is not None:
+            due.append(self._opened_at + self.effective_window)
+        return min(due, default=None)
 
     def _add_delta(self, chunk: _DeltaChunk, now: float) -> list[NewEvent]:
         key = _key(chunk)
@@ -265,9 +282,10 @@ class EventBatcher:
         return []
 
     def _flush(self, now: float) -> list[NewEvent]:
+        events, self._opening, self._opened_at = self._opening, [], None
         if not self._runs:
-            return []
+            return events
         chunks = [run.to_wire() for run in self._runs]
         self._runs = []
         self._last_flush = now
-        return [NewEvent(type=DELTA_EVENT, chunks=chunks, durable=False)]
+        return [*events, NewEvent(type=DELTA_EVENT, chunks=chunks, durable=False)]

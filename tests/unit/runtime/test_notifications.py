@@ -85,10 +85,12 @@ def test_the_recorder_notifies_after_each_append_with_the_last_seq() -> None:
     notified: list[int] = []
     rec = recorder(store, notified)
     rec.write([parse_chunk({"type": "start-step"}), parse_chunk({"type": "text-start", "id": "t"})])
-    assert notified == [2]  # one append of two events: one notification, after it was stored
+    assert notified == []  # the openings wait for what fills them: nothing stored, nothing notified
     rec.write([parse_chunk({"type": "text-delta", "id": "t", "delta": "Hi"})])  # the leading edge
-    assert notified == [2, 3]
-    assert store.get_run(USER, RUN).last_event_seq == 3
+    assert notified == [3]  # one append of three events: one notification, after it was stored
+    rec.write([parse_chunk({"type": "text-end", "id": "t"})])
+    assert notified == [3, 4]
+    assert store.get_run(USER, RUN).last_event_seq == 4
 
 
 def test_the_recorder_does_not_notify_what_was_not_written() -> None:
@@ -100,5 +102,5 @@ def test_the_recorder_does_not_notify_what_was_not_written() -> None:
         raise TerminalState("run is aborted")
 
     store.append_events = refuse  # type: ignore[method-assign]
-    rec.write([parse_chunk({"type": "start-step"})])
+    rec.write([parse_chunk({"type": "finish-step"})])
     assert rec.closed and notified == []
