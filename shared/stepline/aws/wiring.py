@@ -18,7 +18,7 @@ import boto3
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import StepLineError
-from ..llm.registry import resolve_model
+from ..llm.registry import deferred_model, resolve_model
 from ..runtime.handlers import Handler, handlers
 from ..runtime.services import Services
 from ..tools import load_toolset
@@ -77,8 +77,12 @@ def _secret(ssm: Any, name: str) -> str:
         raise ConfigurationError(f"cannot read the API key parameter {name} from SSM ({code})") from None
 
 
-def build_services(settings: Settings, *, client: Callable[[str], Any] = _client) -> Services:
-    """Concrete services for `settings` (`client(name)` makes the boto3 clients)."""
+def build_services(settings: Settings, *, client: Callable[[str], Any] = _client, model_now: bool = False) -> Services:
+    """Concrete services for `settings` (`client(name)` makes the boto3 clients).
+
+    The model's SDK is imported when the model is first called (`deferred_model`), unless
+    `model_now`: the model step builds it at cold start, where a bad key or option fails at once.
+    """
     blobs = S3BlobStore(settings.bucket, client=client("s3"))
     store = DynamoStore(
         client("dynamodb"),
@@ -103,7 +107,7 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
     return Services(
         store=store,
         blobs=blobs,
-        model=resolve_model(settings.model, **options),
+        model=(resolve_model if model_now else deferred_model)(settings.model, **options),
         orchestrator=orchestrator,
         tools=tools,
         tool_approval=approval or None,
@@ -113,11 +117,16 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
 
 
 @functools.cache
-def services_from_env() -> Services:
+def services_from_env(*, model_now: bool = False) -> Services:
     """The services of this process, from `os.environ` (once per cold start)."""
-    return build_services(Settings.from_env(os.environ))
+    return build_services(Settings.from_env(os.environ), model_now=model_now)
+
+
+MODEL_FUNCTIONS = frozenset({"stepline-model-step"})
+"""The worker functions that call the model (the others never import a provider's SDK)."""
 
 
 def worker_handler(function_name: str) -> Handler:
     """The Lambda handler of one worker function (`functions/<name>/app.py`), with Powertools."""
-    return instrument(function_name, handlers(services_from_env)[function_name])
+    model_now = function_name in MODEL_FUNCTIONS
+    return instrument(function_name, handlers(lambda: services_from_env(model_now=model_now))[function_name])

@@ -13,6 +13,7 @@ from moto import mock_aws
 
 from stepline.aws.wiring import ConfigurationError, Settings, build_services, worker_handler
 from stepline.llm.openai import OpenAIModel
+from stepline.llm.registry import DeferredModel
 from stepline.local.resources import create_tables
 from stepline.runtime.handlers import HANDLER_NAMES
 from stepline.store.errors import NotFound
@@ -53,8 +54,11 @@ def test_services_read_the_key_from_ssm_and_use_the_tables() -> None:
         _client("ssm").put_parameter(
             Name=ENV["STEPLINE_OPENAI_KEY_PARAMETER"], Value="sk-test-123", Type="SecureString"
         )
-        services = build_services(Settings.from_env(ENV), client=_client)
+        services = build_services(Settings.from_env(ENV), client=_client, model_now=True)
         assert isinstance(services.model, OpenAIModel) and services.model.api_key == "sk-test-123"
+        deferred = build_services(Settings.from_env(ENV), client=_client).model  # what the other functions get
+        assert isinstance(deferred, DeferredModel) and deferred.resolved is None
+        assert isinstance(deferred.model(), OpenAIModel) and deferred.model().api_key == "sk-test-123"
         assert {t.name for t in services.tools} == {"get_weather", "delete_file"}
         assert services.tool_approval == {"delete_file": "user-approval"}
         assert services.approval_timeout_ms == 600_000 and services.orchestrator is None
