@@ -12,24 +12,24 @@ boundaries are persisted as they happen, high-frequency deltas are coalesced per
   themselves) is held until the next chunk, and written with it in the same append, or by `poll()`
   once `window` has passed: the first token of a step costs one write, not three.
 - A *delta* chunk is written at once when it is the first delta of its part (the leading edge: a
-  part's first token is visible as soon as it exists), when a whole `window` has passed since the
-  last delta batch was written, or when the model is slow: while the deltas of the current part
-  come no faster than two per window (a running average of the gaps between them, restarted at
-  every boundary), holding one would only delay it. Otherwise it is held, and the held deltas are
-  flushed as ONE event (`type="delta"`, `durable=False`) once `window` has passed since the last
-  flush: by the next `add`, by `poll()` from a timer, or by `flush()`.
+  part's first token is visible as soon as it exists), or when a whole `window` has passed since the
+  last delta batch was written (a model slower than one delta per window is never held).
+  Otherwise it is held, and the held deltas are flushed as ONE event (`type="delta"`,
+  `durable=False`) once `window` has passed since the last flush: by the next `add`, by `poll()`
+  from a timer, or by `flush()`.
 - Inside a batch, consecutive deltas of the same part (same chunk type and id) are merged into one
   chunk: 500 token deltas of one text part become one `text-delta`. Deltas of different parts keep
   their exact order. A merged chunk carries the last `providerMetadata` of its run (what the
   reducer would have kept).
 
-The writer reports how long its appends take (`wrote`): while they take longer than half the
-window, the window widens to twice their duration, so a slow store (moto's DynamoDB copies its
-tables on every transaction) gets fewer, larger batches instead of a writer that does nothing but
-write while the model's tokens wait behind it.
+The writer reports how long its appends take (`wrote`): while they take longer than a quarter of
+the window, the window widens to four times their duration, so the writer spends at most a quarter
+of its time writing. A slow store (moto's DynamoDB copies its tables on every transaction, and
+holds the process's GIL while it does) gets fewer, larger batches instead of a writer that does
+little but write while the model's tokens wait behind it.
 
-So a delta is never held longer than the (widened) window, and only when the next ones are coming fast; the
-number of writes per second stays under `2 / window` plus the leading edges and the boundaries,
+So a delta is never held longer than the (widened) window; the number of writes per second stays
+near `1 / window` plus the leading edges and the boundaries,
 whatever the token rate, and reducing the chunks of all events in order gives the same message as reducing the
 original chunks (the tests check this property on random streams and timings).
 
@@ -82,7 +82,10 @@ DEFAULT_WINDOW: Final = 0.050
 """Seconds a delta may be held for the next batch (docs/data-model.md: 50 ms)."""
 
 _SMOOTHING: Final = 0.3
-"""Weight of the newest sample in the running averages (gaps between deltas, write durations)."""
+"""Weight of the newest sample in the running average of the append durations."""
+
+_WRITE_SHARE: Final = 4
+"""The window is at least this many times an append's duration (a writer writes a quarter of the time)."""
 
 DELTA_EVENT: Final = "delta"
 """The `type` of a delta batch event."""
@@ -201,9 +204,6 @@ class EventBatcher:
         self._last_flush: float | None = None
         self._parts: set[tuple[str, str]] = set()
         """The parts that have had a delta (the next delta of any other is a leading edge)."""
-        self._last_delta: float | None = None
-        self._gap: float | None = None
-        """The running average of the gaps between the deltas since the last boundary."""
         self._write = 0.0
         """The running average of the writer's append durations (`wrote`)."""
 
@@ -214,8 +214,8 @@ class EventBatcher:
 
     @property
     def effective_window(self) -> float:
-        """The window in force: the configured one, or twice the appends' duration when that is longer."""
-        return 0.0 if self._window == 0 else max(self._window, 2 * self._write)
+        """The window in force: the configured one, or four times the appends' duration when that is longer."""
+        return 0.0 if self._window == 0 else max(self._window, _WRITE_SHARE * self._write)
 
     def wrote(self, seconds: float) -> None:
         """The writer's last append took `seconds` (the window widens while appends are slow)."""
@@ -231,7 +231,6 @@ class EventBatcher:
         now = self._clock()
         if isinstance(chunk, TextDeltaChunk | ReasoningDeltaChunk | ToolInputDeltaChunk):
             return self._add_delta(chunk, now)
-        self._last_delta = self._gap = None  # a boundary: the next part paces itself
         transient = isinstance(chunk, DataChunk) and chunk.transient is True
         event = NewEvent(type=event_type_of(chunk.type), chunks=[chunk.to_wire()], durable=not transient)
         if chunk.type in OPENING_CHUNK_TYPES:
@@ -266,18 +265,12 @@ class EventBatcher:
         key = _key(chunk)
         leading = key not in self._parts
         self._parts.add(key)
-        if self._last_delta is not None:
-            gap = now - self._last_delta
-            self._gap = gap if self._gap is None else self._gap + _SMOOTHING * (gap - self._gap)
-        self._last_delta = now
         if self._runs and self._runs[-1].key == key:
             self._runs[-1].append(chunk)
         else:
             self._runs.append(_Run(key, chunk))
-        window = self.effective_window
-        due = self._last_flush is None or now >= self._last_flush + window
-        slow = self._gap is not None and self._gap >= window / 2
-        if leading or due or slow:
+        due = self._last_flush is None or now >= self._last_flush + self.effective_window
+        if leading or due:
             return self._flush(now)
         return []
 

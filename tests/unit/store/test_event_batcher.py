@@ -143,13 +143,13 @@ def test_the_first_delta_of_every_part_is_written_at_once() -> None:
 
 
 def test_a_slow_models_deltas_are_never_held() -> None:
-    """Deltas that come no faster than two per window are written as they come (batching would
-    only delay them); faster ones are held, and the pace is measured again for every part."""
+    """Deltas that come no faster than one per window are written as they come; faster ones are
+    held, at most one window."""
     b, clock = batcher(window=0.05)
     opened(b, "text-start", "slow")
     held = 0
-    for i in range(10):  # one every 30 ms: slower than two per 50 ms window
-        clock.now = i * 0.03
+    for i in range(10):  # one every 60 ms: slower than one per 50 ms window
+        clock.now = i * 0.06
         held += b.add(parse_chunk({"type": "text-delta", "id": "slow", "delta": str(i)})) == []
     assert held == 0
     b.add(c(type="text-end", id="slow"))
@@ -494,12 +494,12 @@ def test_an_opening_boundary_is_written_with_the_next_chunk_or_when_its_window_p
     assert [e.type for e in events] == ["step_start", "tool_use"]
 
 
-def test_slow_appends_widen_the_window_to_twice_their_duration() -> None:
-    """A store whose appends take 60 ms gets batches every ~120 ms, not a writer that only writes."""
+def test_slow_appends_widen_the_window_to_four_times_their_duration() -> None:
+    """A store whose appends take 30 ms gets batches every ~120 ms, not a writer that only writes."""
     b, clock = batcher(window=0.05)
     assert b.effective_window == 0.05
     for _ in range(30):
-        b.wrote(0.06)
+        b.wrote(0.03)
     assert b.effective_window == pytest.approx(0.12, rel=0.01)
     opened(b, "text-start", "t")
     b.add(text_delta("a"))  # the leading edge is not held, however slow the store
