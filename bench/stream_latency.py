@@ -1,6 +1,12 @@
-"""Stream latency: a model's token to the client's SSE event, through the durable path and directly.
+"""Stream latency inside one process: a token to the client's SSE event, durable path and direct.
 
     .venv/bin/python bench/stream_latency.py [--quick] [--deltas N] [--interval-ms MS] [--no-gc-freeze]
+
+What this is not: what a user runs. The server, moto, the worker and the client all run in THIS
+process, and by default its warm heap is frozen (`gc.freeze()`) before each measured run, which
+removes the garbage collector's pauses over that heap; it also knows when the model yielded each
+delta, so it splits the latency into its parts. For the figures a user sees, `stepline dev` as a
+subprocess against the AI SDK's own server on the same script, run `bench/ttft.py`.
 
 A paced model (this file) streams one text part of N deltas (1,000; 200 with `--quick`), one every
 `--interval-ms` (3 ms) on a fixed schedule. Delta i carries its index (`d0017 `), and the model

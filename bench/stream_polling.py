@@ -1,15 +1,21 @@
-"""Stream polling: the DynamoDB requests a stream makes while it follows a run that waits for a person.
+"""Stream polling: the DynamoDB requests of a stream that follows a run, waiting or streaming, per minute.
 
     .venv/bin/python bench/stream_polling.py [--seconds S]
 
 A resume stream (`GET /api/chat/{id}/stream`) stays open while its run waits for an approval or an
-answer, and polls the run the whole time; on AWS it can do so for 14 minutes. This counts the
+answer, and a chat stream while its run streams; on AWS either can last 14 minutes. This counts the
 DynamoDB requests of `stepline.api.tail.follow_run` following such a run for S seconds (10), on the
 local backend (the `DynamoStore` on moto, as `stepline dev` runs it), by a botocore hook on the
-client. Two configurations in the same run: without back-off (`wait_poll_seconds` equal to
-`poll_seconds`, 100 ms: the reference) and the defaults (the poll doubles up to one a second while
-the run waits). Then a run that streams: one event appended every 150 ms (the default delta
-window) for S seconds, to show what a stream reads per event it delivers. Figures only.
+client, and the writer's appends (`TransactWriteItems`) apart. In the same run:
+
+- waiting: without back-off (`wait_poll_seconds` equal to `poll_seconds`, 100 ms: the reference),
+  the polling defaults (the poll doubles up to one a second while the run waits), and notified
+  (a subscription to `InProcessNotifier`: nothing is notified while a run waits; the fallback poll);
+- streaming, a fast model (a delta batch is written every delta window): polled, with the 150 ms
+  window of before (the reference) and the 50 ms window of now, and notified with the 50 ms window
+  (each append notifies the stream).
+
+Figures only.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from typing import Any
 from stepline.api.tail import TailOptions, follow_run
 from stepline.local.backend import local_backend
 from stepline.runtime.services import Services
+from stepline.runtime.stream_push import InProcessNotifier
 from stepline.store.ports import SnapshotUpdate, TurnStart
 from stepline.store.records import NewEvent
 
@@ -34,16 +41,16 @@ WRITERS: set[int] = set()
 """Threads whose requests are not the stream's (the thread that appends events)."""
 
 
-def count_requests(client: Any) -> Counter[str]:
-    """The stream's DynamoDB requests by operation, counted as the client sends them."""
+def count_requests(client: Any) -> tuple[Counter[str], Counter[str]]:
+    """The stream's and the writer's DynamoDB requests by operation, counted as the client sends them."""
     seen: Counter[str] = Counter()
+    written: Counter[str] = Counter()
 
     def before(**kwargs: Any) -> None:
-        if threading.get_ident() not in WRITERS:
-            seen[kwargs["model"].name] += 1
+        (written if threading.get_ident() in WRITERS else seen)[kwargs["model"].name] += 1
 
     client.meta.events.register("before-call.dynamodb.*", before)
-    return seen
+    return seen, written
 
 
 def start_run(services: Services, run_id: str, *, waiting: bool) -> None:
@@ -67,12 +74,14 @@ def start_run(services: Services, run_id: str, *, waiting: bool) -> None:
         )
 
 
-def follow(services: Services, run_id: str, options: TailOptions) -> int:
+def follow(services: Services, run_id: str, options: TailOptions, notifier: InProcessNotifier | None) -> int:
     """Follow the run until `max_seconds`; the number of SSE frames received."""
 
     async def consume() -> int:
         frames = 0
-        async for _ in follow_run(services.store, USER, run_id, options=options, clock=services.clock):
+        wake = notifier.subscribe(USER, run_id) if notifier is not None else None
+        tail = follow_run(services.store, USER, run_id, options=options, clock=services.clock, wake=wake)
+        async for _ in tail:
             frames += 1
         return frames
 
@@ -80,7 +89,7 @@ def follow(services: Services, run_id: str, options: TailOptions) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--seconds", type=float, default=10.0)
     args = parser.parse_args()
     seconds: float = args.seconds
@@ -90,59 +99,73 @@ def main() -> None:
 
     with local_backend(make_services) as backend:
         services = backend.services
-        seen = count_requests(backend.dynamodb)
-        print(
-            f"a stream following a run for {seconds:g} s on the local backend (DynamoStore on moto); DynamoDB requests"
-        )
-        print(f"{'run / configuration':44} {'GetItem':>8} {'Query':>7} {'per minute':>11} {'frames':>7}")
-        rows: dict[str, float] = {}
-        configs = [
+        seen, written = count_requests(backend.dynamodb)
+        print(f"a stream following a run for {seconds:g} s on the local backend (DynamoStore on moto)")
+        print(f"{'run / configuration':50} {'GetItem':>8} {'Query':>7} {'reads/min':>10} {'writes/min':>11}")
+        held = TailOptions(stop_at_input=False, max_seconds=seconds)
+        configs: list[tuple[str, float | None, TailOptions, bool]] = [
             (
                 "waiting, no back-off (reference)",
-                True,
+                None,
                 TailOptions(wait_poll_seconds=0.1, stop_at_input=False, max_seconds=seconds),
-            ),
-            ("waiting, defaults", True, TailOptions(stop_at_input=False, max_seconds=seconds)),
-            (
-                "streaming, an event every 150 ms, defaults",
                 False,
-                TailOptions(stop_at_input=False, max_seconds=seconds),
             ),
+            ("waiting, polled (defaults)", None, held, False),
+            ("waiting, notified (fallback poll 1 s)", None, held, True),
+            ("streaming, polled 100 ms, a batch every 150 ms (before)", 0.15, held, False),
+            ("streaming, polled 100 ms, a batch every 50 ms", 0.05, held, False),
+            ("streaming, notified, a batch every 50 ms (now)", 0.05, held, True),
         ]
-        for index, (label, waiting, options) in enumerate(configs):
+        rows: dict[str, float] = {}
+        for index, (label, every, options, notified) in enumerate(configs):
             run_id = f"run-bench-{index}"
-            start_run(services, run_id, waiting=waiting)
+            start_run(services, run_id, waiting=every is None)
+            notifier = InProcessNotifier() if notified else None
             stop = threading.Event()
             writer = None
-            if not waiting:
+            if every is not None:
 
-                def write(run_id: str = run_id, stop: threading.Event = stop) -> None:
+                def write(
+                    run_id: str = run_id,
+                    stop: threading.Event = stop,
+                    every: float = every,
+                    notifier: InProcessNotifier | None = notifier,
+                ) -> None:
                     WRITERS.add(threading.get_ident())
-                    while not stop.wait(0.15):
-                        services.store.append_events(
+                    due = time.monotonic()
+                    while True:  # on a fixed schedule: a slow append does not slow the next ones down
+                        due += every
+                        if stop.wait(max(due - time.monotonic(), 0.0)):
+                            break
+                        stored = services.store.append_events(
                             USER,
                             run_id,
                             [NewEvent(type="delta", chunks=[{"type": "x"}], durable=False)],
                             now=services.clock(),
                         )
+                        if notifier is not None:
+                            notifier.notify(USER, run_id, stored[-1].seq)
 
                 writer = threading.Thread(target=write, daemon=True)
             seen.clear()
+            written.clear()
             started = time.monotonic()
             if writer is not None:
                 writer.start()
-            frames = follow(services, run_id, options)
+            follow(services, run_id, options, notifier)
             elapsed = time.monotonic() - started
             stop.set()
             if writer is not None:
                 writer.join()
             gets, queries = seen["GetItem"], seen["Query"]
             per_minute = (gets + queries) / elapsed * 60
+            writes = written["TransactWriteItems"] / elapsed * 60
             rows[label] = per_minute
-            print(f"{label:44} {gets:>8} {queries:>7} {per_minute:>11,.0f} {frames:>7}")
+            print(f"{label:50} {gets:>8} {queries:>7} {per_minute:>10,.0f} {writes:>11,.0f}")
         reference, default = rows[configs[0][0]], rows[configs[1][0]]
-        print(f"waiting: the defaults make {reference / default:.1f}x fewer requests than no back-off")
-        print("(each request reads one small item or page: 1 read request unit with consistent reads)")
+        print(f"waiting: the polling defaults make {reference / default:.1f}x fewer requests than no back-off")
+        print("(a read is one small item or page: 1 read request unit, consistent; an append is one")
+        print(" TransactWriteItems of the event and the run item: 4 write request units for items under 1 KB)")
 
 
 if __name__ == "__main__":

@@ -77,6 +77,15 @@ def wait_status(client: httpx.Client, chat_id: str, status: str, timeout: float 
     return conversation
 
 
+def wait_active(client: httpx.Client, chat_id: str, timeout: float = 20) -> str:
+    """The chat's active run id, once it has one (its POST is still streaming)."""
+    deadline = time.monotonic() + timeout
+    while (run_id := client.get(f"/api/conversations/{chat_id}").json().get("activeRunId")) is None:
+        assert time.monotonic() < deadline, f"{chat_id} has no active run"
+        time.sleep(0.02)
+    return str(run_id)
+
+
 def test_chat_answers_the_runs_ui_message_stream(server: Running) -> None:
     with server.client() as client:
         response = send(client, "text-chat", "hello")
@@ -165,7 +174,7 @@ def test_resume_replays_from_start_or_sends_only_what_was_missed(server: Running
 
         poster = threading.Thread(target=post)
         poster.start()
-        time.sleep(0.6)
+        wait_active(client, "resume-chat")  # the run streams: the resume joins it on its way
         full = client.get("/api/chat/resume-chat/stream")
         poster.join()
         seen_id = first[5][0]
@@ -191,7 +200,7 @@ def test_resume_honours_last_event_id_and_last_event_seq(server: Running) -> Non
     with server.client() as client:
         poster = threading.Thread(target=lambda: results.update(post=send(client, "lei-chat", "answer me slowly")))
         poster.start()
-        time.sleep(0.8)
+        wait_active(client, "lei-chat")
         readers = [
             get("header", headers={"last-event-id": "3.0"}),
             get("query", params={"lastEventSeq": "3"}),

@@ -21,6 +21,8 @@ class ApiOptions:
     """Lambda's synchronous payload limit; a larger body is refused with 413 before it is read whole."""
     keep_alive_seconds: float = 10.0
     poll_seconds: float = 0.1
+    push_poll_seconds: float = 1.0
+    """With notifications from the run's writer (`Services.stream_push`), the fallback poll of a stream."""
     wait_poll_seconds: float = 1.0
     """A stream following a run that waits for a person polls it at most this often (it backs off)."""
     resume_wait_seconds: float = 300.0

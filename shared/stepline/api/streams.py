@@ -43,6 +43,7 @@ def _stream_chat(
 ) -> StreamingResponse:
     follow = TailOptions(
         poll_seconds=options.poll_seconds,
+        push_poll_seconds=options.push_poll_seconds,
         wait_poll_seconds=options.wait_poll_seconds,
         max_seconds=options.stream_max_seconds,
         stop_at_input=stop_at_input,
@@ -53,9 +54,17 @@ def _stream_chat(
     async def frames() -> AsyncIterator[str]:
         for frame in chat.prelude:
             yield frame
-        tail = follow_run(services.store, user_id, chat.run_id, after=chat.after, options=follow, clock=services.clock)
-        async for frame in tail:
-            yield frame
+        # Subscribed before the tail's first read: whatever is appended after that read wakes it.
+        wake = services.stream_push.subscribe(user_id, chat.run_id) if services.stream_push is not None else None
+        try:
+            tail = follow_run(
+                services.store, user_id, chat.run_id, after=chat.after, options=follow, clock=services.clock, wake=wake
+            )
+            async for frame in tail:
+                yield frame
+        finally:
+            if wake is not None:
+                wake.close()
 
     return sse(frames(), options)
 

@@ -13,6 +13,12 @@ A stream ends:
   the run has waited `wait_hold_seconds` (then `[DONE]`: the client answers the stock way);
 - when `max_seconds` is reached (Lambda's 15-minute limit): without `[DONE]`; the client resumes.
 
+How it learns that there is more: by a notification from the run's writer when it has a
+subscription (`stepline.runtime.stream_push`), else by polling. A notification sends it to the
+log at once; without one it reads the run after `push_poll_seconds` (with a subscription) or
+`poll_seconds` (without), so a notification that never comes costs one poll interval, never an
+event. The log is the truth either way, and chunks already sent are never sent again.
+
 The tail never stops a run: a client that goes away only ends its own stream.
 """
 
@@ -28,6 +34,8 @@ from anyio import to_thread
 
 from ..protocol._json import dumps
 from ..protocol.sse import DONE
+from ..runtime.stream_push import RunSubscription
+from ..store.event_batcher import DELTA_EVENT
 from ..store.ports import Store
 from ..store.records import TERMINAL, WAITING_RUN, EventRecord
 from ..store.replay import WHOLE_EVENT, EventPosition, chunks_after, event_id
@@ -40,6 +48,9 @@ class TailOptions:
     """How a stream polls and when it gives up."""
 
     poll_seconds: float = 0.1
+    push_poll_seconds: float = 1.0
+    """With a subscription to the run's notifications, the fallback poll: how late a lost
+    notification can make an event at most."""
     wait_poll_seconds: float = 1.0
     """While the run waits for a person, the poll backs off (doubling) up to this interval."""
     max_seconds: float = 840.0
@@ -65,23 +76,28 @@ async def follow_run(
     after: EventPosition | None = None,
     options: TailOptions = TailOptions(),
     clock: Callable[[], int],
+    wake: RunSubscription | None = None,
 ) -> AsyncIterator[str]:
     """SSE frames of the run's chunks after `after` (all when None), live, until the run stops.
 
-    Each poll reads the run (one consistent read). The log is queried only when the run's
-    `last_event_seq` (written in the same transaction as the events) says it has something new;
-    while the run waits for a person, the polls back off to `wait_poll_seconds`.
+    A poll reads the run (one consistent read), and the log only when the run's `last_event_seq`
+    (written in the same transaction as the events) says it has something new; while the run
+    waits for a person, the polls back off to `wait_poll_seconds`. A notification on `wake` (take
+    the subscription before calling) reads the log at once instead, and the run only once the log
+    has nothing new or something other than deltas came (a delta batch never ends or parks a run).
     """
     position: EventPosition = after if after is not None else (0, WHOLE_EVENT)
     started = time.monotonic()
     deadline = started + options.max_seconds
     sent = False
-    interval = options.poll_seconds
+    base = options.poll_seconds if wake is None else options.push_poll_seconds
+    interval = base
     waiting_since: float | None = None
+    notified = False
     while time.monotonic() < deadline:
-        run = await to_thread.run_sync(lambda: store.get_run(user_id, run_id))
         seen = position[0] if position[1] == WHOLE_EVENT else position[0] - 1
-        if run.last_event_seq > seen:
+        run = None if notified else await to_thread.run_sync(lambda: store.get_run(user_id, run_id))
+        if run is None or run.last_event_seq > seen:
             events = await to_thread.run_sync(lambda s=seen: store.events_after(user_id, run_id, s, now=clock()))
             for event in events:
                 for index, chunk in enumerate(event.chunks):
@@ -90,10 +106,17 @@ async def follow_run(
                         sent = True
                 position = (event.seq, WHOLE_EVENT)
             if events:
-                interval = options.poll_seconds
+                interval = base
+                if run is None and all(e.type == DELTA_EVENT for e in events):
+                    notified = await _pause(wake, interval)
+                    continue
                 # Read the run again before deciding anything: it was read before these events, and a
                 # worker that resumed in between would look waiting still (the stream would end).
+                notified = False
                 continue
+            if run is None:
+                notified = False
+                continue  # notified, and nothing new in the log: the status changed; read the run
         now = time.monotonic()
         waiting = run.status in WAITING_RUN
         waiting_since = (waiting_since or now) if waiting else None
@@ -106,8 +129,16 @@ async def follow_run(
         if ended and run.last_event_seq <= position[0]:
             yield DONE
             return
-        await asyncio.sleep(interval)
-        interval = min(interval * 2, options.wait_poll_seconds) if waiting else options.poll_seconds
+        notified = await _pause(wake, interval)
+        interval = min(interval * 2, max(options.wait_poll_seconds, base)) if waiting else base
+
+
+async def _pause(wake: RunSubscription | None, seconds: float) -> bool:
+    """Until the next notification (True) or `seconds` (False)."""
+    if wake is None:
+        await asyncio.sleep(seconds)
+        return False
+    return await wake.wait(seconds)
 
 
 def _unseen(seq: int, index: int, position: EventPosition) -> bool:

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..agent.loading import AgentLoadError, agents_from_env
 from ..errors import StepLineError
 from ..llm.base import LanguageModel
-from ..llm.registry import resolve_model
+from ..llm.registry import deferred_model, resolve_model
 from ..runtime.handlers import Handler, handlers
 from ..runtime.notifications import NoNotifier, Notifier
 from ..runtime.services import DEFAULT_MODEL, Services
@@ -96,8 +96,12 @@ def _secret(ssm: Any, name: str) -> str:
         raise ConfigurationError(f"cannot read the API key parameter {name} from SSM ({code})") from None
 
 
-def build_services(settings: Settings, *, client: Callable[[str], Any] = _client) -> Services:
-    """Concrete services for `settings` (`client(name)` makes the boto3 clients)."""
+def build_services(settings: Settings, *, client: Callable[[str], Any] = _client, model_now: bool = False) -> Services:
+    """Concrete services for `settings` (`client(name)` makes the boto3 clients).
+
+    The model's SDK is imported when the model is first called (`deferred_model`), unless
+    `model_now`: the model step builds it at cold start, where a bad key or option fails at once.
+    """
     blobs = S3BlobStore(settings.bucket, client=client("s3"))
     store = DynamoStore(
         client("dynamodb"),
@@ -119,7 +123,7 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
             if parameter not in keys:
                 keys[parameter] = _secret(ssm(), parameter)
             options["api_key"] = keys[parameter]
-        return resolve_model(spec, **options)
+        return (resolve_model if model_now else deferred_model)(spec, **options)
 
     try:
         agents = agents_from_env({"STEPLINE_AGENT": settings.agent, "STEPLINE_TOOLS": settings.tools})
@@ -154,20 +158,25 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
         approval_links=links,
         notifier=notifier,
     )
-    for _, agent in agents:  # at cold start: a missing key or an unknown provider fails here, named
-        services.model_for(agent)
+    for _, agent in agents:  # at cold start: a malformed spec, an unknown provider (and in the model
+        services.model_for(agent)  # step a missing key) fails here, named; the SDK loads on first use
     return services
 
 
 @functools.cache
-def services_from_env() -> Services:
+def services_from_env(*, model_now: bool = False) -> Services:
     """The services of this process, from `os.environ` (once per cold start)."""
-    return build_services(Settings.from_env(os.environ))
+    return build_services(Settings.from_env(os.environ), model_now=model_now)
+
+
+MODEL_FUNCTIONS = frozenset({"stepline-model-step"})
+"""The worker functions that call the model (the others never import a provider's SDK)."""
 
 
 def worker_handler(function_name: str) -> Handler:
     """The Lambda handler of one worker function (`functions/<name>/app.py`), with Powertools."""
-    return instrument(function_name, handlers(services_from_env)[function_name])
+    model_now = function_name in MODEL_FUNCTIONS
+    return instrument(function_name, handlers(lambda: services_from_env(model_now=model_now))[function_name])
 
 
 def _reconciler(

@@ -8,22 +8,25 @@
 
 Credentials and endpoints come from each SDK's standard variables (`OPENAI_API_KEY`,
 `OPENAI_BASE_URL`, `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`). Provider SDKs are imported only
-when a model of theirs is asked for, so the core never loads them.
+when a model of theirs is asked for, so the core never loads them; `deferred_model` puts even that
+off until the model is called, for a process that may never call it (a worker that only parks or
+ends runs, the API: they name the model in a run's metadata, nothing more).
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import StepLineError
 from ..protocol._json import loads_strict
-from .base import LanguageModel
+from .base import LanguageModel, ModelCallOptions, ModelCapabilities, ModelStreamPart
 from .script_book import ScriptBook
 from .scripted import ScriptedModel
 
-__all__ = ["DEMO_BOOK", "DEMO_SCRIPT", "UnknownModelError", "resolve_model"]
+__all__ = ["DEMO_BOOK", "DEMO_SCRIPT", "DeferredModel", "UnknownModelError", "deferred_model", "resolve_model"]
 
 _SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
@@ -63,3 +66,60 @@ def resolve_model(spec: str, **options: Any) -> LanguageModel:
     module_name, class_name = _PROVIDERS[provider]
     model_class = getattr(importlib.import_module(module_name), class_name)
     return model_class(model_id, **options)
+
+
+class DeferredModel:
+    """A provider's model that imports its SDK and is built on first use (its capabilities or a call).
+
+    Its provider and model id come from the specification, so naming the model costs nothing.
+    """
+
+    def __init__(self, spec: str, options: dict[str, Any]) -> None:
+        self._spec = spec
+        self._options = options
+        self._provider, _, self._model_id = spec.partition(":")
+        self._model: LanguageModel | None = None
+
+    @property
+    def provider(self) -> str:
+        return self._provider
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def resolved(self) -> LanguageModel | None:
+        """The model once it was built (None until then)."""
+        return self._model
+
+    def model(self) -> LanguageModel:
+        if self._model is None:
+            self._model = resolve_model(self._spec, **self._options)
+        return self._model
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        return self.model().capabilities
+
+    def stream(self, options: ModelCallOptions) -> AsyncIterator[ModelStreamPart]:
+        return self.model().stream(options)
+
+    async def aclose(self) -> None:
+        """Release the built model's connections (`close_model`); nothing when it was never built."""
+        if self._model is not None:
+            from .base import close_model
+
+            await close_model(self._model)
+
+
+def deferred_model(spec: str, **options: Any) -> LanguageModel:
+    """`resolve_model`, except that a provider's SDK is imported when the model is first used.
+
+    The specification is checked now (form and provider), so a wrong one still fails at start-up;
+    a scripted model is built at once (it imports nothing).
+    """
+    provider, separator, model_id = spec.partition(":")
+    if provider == "scripted" or not separator or not model_id or provider not in _PROVIDERS:
+        return resolve_model(spec, **options)
+    return DeferredModel(spec, options)

@@ -5,12 +5,17 @@ list of stream parts in the AI SDK's `LanguageModelV4StreamPart` JSON shape (wha
 `MockLanguageModelV4` plays in the SDK's own tests), or an object with directives:
 
     {"parts": [...], "delayMs": 20}          pause before each part (timeouts, abort, pacing)
+    {"parts": [...], "delaysMs": [0, 5, …]}  the pause before each part, one per part (a first
+                                             token's latency apart from the pace of the rest)
     {"raise": {"kind": "rate_limit", "retryAfter": 1.5, "status": 429}, "after": 0}
                                              fail with a ModelCallError after `after` parts
 
-Every call consumes the next step. A call beyond the script fails loudly (`ScriptExhaustedError`)
-rather than inventing output, and `assert_consumed()` catches a script that was not played to its
-end. The prompts received are kept in `calls` for assertions.
+Pauses keep to the call's own clock, as a provider's tokens do: part k is due the sum of the
+pauses up to it after the call started, and a consumer that fell behind gets the parts already due
+at once (it does not push the rest of the script later). Every call consumes the next step. A
+call beyond the script fails loudly (`ScriptExhaustedError`) rather than inventing output, and
+`assert_consumed()` catches a script that was not played to its end. The prompts received are
+kept in `calls` for assertions.
 
 The call counter makes a `ScriptedModel` play one run per process. `stepline.llm.script_book`
 has the stateless kind (its output depends on the prompt only), for a server or AWS Lambda.
@@ -19,6 +24,7 @@ has the stateless kind (its output depends on the prompt only), for a server or 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -43,6 +49,8 @@ class ScriptedStep:
 
     parts: list[ModelStreamPart]
     delay: float = 0.0
+    delays: tuple[float, ...] = ()
+    """The pause before each part (`delaysMs`); a part past its end pauses `delay`."""
     raise_error: dict[str, Any] | None = None
     raise_after: int = 0
 
@@ -53,9 +61,13 @@ class ScriptedStep:
         if not isinstance(value, dict):
             raise ValueError("a script step is a list of stream parts or an object with 'parts'")
         step = cast(dict[str, Any], value)
+        delays: Any = step.get("delaysMs", [])
+        if not isinstance(delays, list) or not all(_is_pause(d) for d in cast(list[Any], delays)):
+            raise ValueError("delaysMs is a list of pauses in milliseconds (numbers >= 0), one per part")
         return cls(
             parts=[parse_stream_part(p) for p in step.get("parts", [])],
             delay=float(step.get("delayMs", 0)) / 1000,
+            delays=tuple(float(d) / 1000 for d in cast(list[float], delays)),
             raise_error=step.get("raise"),
             raise_after=int(step.get("after", 0)),
         )
@@ -108,14 +120,26 @@ async def play_step(
 ) -> AsyncGenerator[ModelStreamPart]:
     """Play one scripted call: its parts (or `parts` in their place), its pacing and its failure."""
     played = step.parts if parts is None else parts
+    due = _now()
     for position, part in enumerate(played):
         if step.raise_error is not None and position == step.raise_after:
             raise _error(step.raise_error, provider)
-        if step.delay:
-            await asyncio.sleep(step.delay)
+        pause = step.delays[position] if position < len(step.delays) else step.delay
+        if pause:
+            due += pause
+            await _sleep(max(due - _now(), 0.0))
         yield part
     if step.raise_error is not None and step.raise_after >= len(played):
         raise _error(step.raise_error, provider)
+
+
+def _is_pause(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+
+_now = time.monotonic
+_sleep = asyncio.sleep
+"""The clock and the pause of `play_step` (module attributes, so a test can drive them)."""
 
 
 def _error(spec: dict[str, Any], provider: str) -> ModelCallError:

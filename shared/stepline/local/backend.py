@@ -29,6 +29,7 @@ from ..aws.s3 import S3BlobStore
 from ..aws.stepfunctions import StepFunctionsOrchestrator
 from ..runtime.handlers import Handler, handlers
 from ..runtime.services import Services
+from ..runtime.stream_push import InProcessNotifier
 from ..store.files import FileBlobStore
 from ..store.ports import Store
 from ..store.sqlite import SqliteStore
@@ -151,6 +152,7 @@ def local_backend(
         services = make_services(
             store=store, blobs=blobs, orchestrator=orchestrator, approval_timeout_ms=approval_timeout_seconds * 1000
         )
+        services.stream_push = InProcessNotifier()  # the workers run in this process: they wake the streams
         routes = handlers(lambda: services)
         install_lambda_router(wrap(routes) if wrap else routes)
         redriven = redrive_unfinished(services, orchestrator) if data_dir is not None else 0

@@ -48,13 +48,17 @@ class RunRecorder:
         monotonic: Callable[[], float] = time.monotonic,
         replay: Sequence[EventRecord] = (),
         redactor: Redactor | None = None,
+        notify: Callable[[int], None] | None = None,
     ) -> None:
         self._store = store
         self._masker = DeltaMasker(redactor)
+        self._notify = notify
+        """Called with the last seq after each append: the streams that follow the run read it now."""
         self._run = run
         self._now = now
         self._mapper = UIChunkMapper(UIStreamOptions(response_message_id=run.assistant_message_id))
         self._batcher = EventBatcher(window=window, clock=monotonic)
+        self._monotonic = monotonic
         self._reducer = UIMessageReducer(
             {"id": message.message_id, "role": "assistant", "parts": message.parts, "metadata": message.metadata}
         )
@@ -132,6 +136,7 @@ class RunRecorder:
     def _append(self, events: list[NewEvent]) -> None:
         if not events or self.closed:
             return
+        started = self._monotonic()
         try:
             stored = self._store.append_events(self._run.user_id, self._run.run_id, events, now=self._now())
         except TerminalState:
@@ -139,7 +144,10 @@ class RunRecorder:
             _LOG.info("run %s has ended; %d events dropped", self._run.run_id, len(events))
             self.closed = True
             return
+        self._batcher.wrote(self._monotonic() - started)
         self.last_seq = stored[-1].seq
+        if self._notify is not None:
+            self._notify(self.last_seq)
 
     def snapshot(self, metadata: dict[str, Any] | None = None) -> SnapshotUpdate:
         """The parts the client has after the written events (call after `flush`)."""

@@ -26,6 +26,7 @@ from ..store.ports import Store
 from .approval_links import ApprovalLinks
 from .guard import StoreToolGuard
 from .notifications import NoNotifier, Notifier
+from .stream_push import RunNotifier
 
 __all__ = ["DEFAULT_MODEL", "Orchestrator", "Services"]
 
@@ -91,6 +92,8 @@ class Services:
     notifier: Notifier = field(default_factory=NoNotifier)
     """Where run lifecycle events go (`stepline.runtime.notifications`; EventBridge on AWS)."""
     delta_window: float = DEFAULT_WINDOW
+    stream_push: RunNotifier | None = None
+    """Tells the streams following a run that its log has grown (None: they only poll)."""
     client: str | None = None
     clock: Callable[[], int] = field(default=_now_ms)
     agent_set: AgentSet = field(init=False)

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, cast
 
 from pydantic import JsonValue
@@ -38,7 +38,15 @@ from ..protocol.to_chunks import DEFAULT_ERROR_TEXT
 from ..store.errors import ConcurrentUpdate, Conflict, NotFound, TerminalState
 from ..store.history import history_messages
 from ..store.ports import FinishRun, TurnStart, TurnStarted
-from ..store.records import TERMINAL, ApprovalRecord, RunRecord, StepRecordRow, ToolCallRecord
+from ..store.records import (
+    TERMINAL,
+    ApprovalRecord,
+    EventRecord,
+    MessageRecord,
+    RunRecord,
+    StepRecordRow,
+    ToolCallRecord,
+)
 from ..tools.context import RunContext
 from . import retries as retry_log
 from .announce import announce_approvals, announce_end, announce_question
@@ -68,8 +76,9 @@ ABORT_POLL_SECONDS = 1.0
 _END_ATTEMPTS = 5 + 60
 _END_ATTEMPTS_AT_ONCE = 5
 _END_PAUSE_SECONDS = 0.25
-"""Ending a run retries at once a few times, then every quarter second for 15 s: long enough for a
-step that keeps appending to notice an abort mark (`ABORT_POLL_SECONDS`) and stop."""
+"""Ending a run races a step that still streams: each attempt that loses to an append reads only
+what was appended and tries again, a few times at once, then every quarter second for 15 s: long
+enough for a step that keeps appending to notice an abort mark (`ABORT_POLL_SECONDS`) and stop."""
 
 
 # -- starting a turn --------------------------------------------------------------------------------
@@ -141,7 +150,9 @@ def begin_turn(
     store.save_checkpoint(
         user_id, run_id, state=state.model_dump(mode="json", by_alias=True), reason="step_end", now=now
     )
-    recorder = RunRecorder(store, started.run, started.assistant_message, now=services.clock)
+    recorder = RunRecorder(
+        store, started.run, started.assistant_message, now=services.clock, notify=_notifier(services, started.run)
+    )
     recorder.write([StartChunk(message_id=assistant_message_id, message_metadata=metadata)])
     recorder.flush()
     run_context = run_context_of(services, started.run)
@@ -215,7 +226,15 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
         user_id, run_id, min(message.snapshot_seq, checkpoint.last_event_seq), now=services.clock()
     )
     replay = [e for e in since if e.seq > message.snapshot_seq]
-    recorder = RunRecorder(store, run, message, now=services.clock, window=services.delta_window, replay=replay)
+    recorder = RunRecorder(
+        store,
+        run,
+        message,
+        now=services.clock,
+        window=services.delta_window,
+        replay=replay,
+        notify=_notifier(services, run),
+    )
     attempts = [e for e in since if e.seq > checkpoint.last_event_seq]
     state = retry_log.redo_attempts(state, attempts, recorder, now=services.clock())
     abort = AbortSignal()
@@ -437,6 +456,7 @@ def _persist(services: Services, run: RunRecord, outcome: StepOutcome, recorder:
         _request_approvals(services, run, state, snapshot)
     elif outcome.kind == "await-client":
         announce_question(services, run, state)
+    _notify(services, run.user_id, run.run_id, recorder.last_seq)  # a wait is a change of status only
     timing = {} if recorder.first_output_ms is None else {"firstOutputMs": recorder.first_output_ms}
     return _reply(run, outcome.kind, steps=step.step_number + 1, **timing)
 
@@ -478,6 +498,22 @@ def _finish_approval_request(services: Services, run: RunRecord, state: LoopStat
     recorder = RunRecorder(services.store, run, message, now=services.clock)
     _request_approvals(services, run, state, recorder.snapshot())
     return _reply(run, "await-approval")
+
+
+def _notifier(services: Services, run: RunRecord) -> Callable[[int], None] | None:
+    """What a recorder calls after each append: the run's streams read the log at once."""
+    if services.stream_push is None:
+        return None
+    return lambda seq: _notify(services, run.user_id, run.run_id, seq)
+
+
+def _notify(services: Services, user_id: str, run_id: str, seq: int) -> None:
+    if services.stream_push is None:
+        return
+    try:
+        services.stream_push.notify(user_id, run_id, seq)
+    except Exception:  # a lost notification costs the stream one poll interval, never the write
+        _LOG.warning("notifying the streams of run %s failed", run_id, exc_info=True)
 
 
 def _reply(run: RunRecord, next_kind: Next, **extra: Any) -> dict[str, Any]:
@@ -621,6 +657,8 @@ def _end(
     **fields: Any,
 ) -> dict[str, Any]:
     store = services.store
+    message: MessageRecord | None = None
+    written: list[EventRecord] = []
     for attempt in range(_END_ATTEMPTS):
         if attempt >= _END_ATTEMPTS_AT_ONCE:  # a step is still appending: it stops once it sees the mark
             time.sleep(_END_PAUSE_SECONDS)
@@ -628,9 +666,13 @@ def _end(
         if run.status in TERMINAL["run"]:
             announce_end(services, user_id, run_id)  # the ending attempt's own, if a crash lost it
             return {"userId": user_id, "runId": run_id, "status": run.status}
-        message = store.get_message(user_id, run.conversation_id, run.assistant_message_id)
         # What a step still streaming has written since the last snapshot is in the final message too.
-        written = store.events_after(user_id, run_id, message.snapshot_seq, now=services.clock())
+        # A retry reads only what was appended since the last attempt: a step that streams fast must
+        # not outrun an end that re-reads its whole log every time.
+        if message is None:
+            message = store.get_message(user_id, run.conversation_id, run.assistant_message_id)
+        after = written[-1].seq if written else message.snapshot_seq
+        written += store.events_after(user_id, run_id, after, now=services.clock())
         recorder = RunRecorder(store, run, message, now=services.clock, replay=written)
         event = recorder.final_event(chunks)
         end = FinishRun(
@@ -642,6 +684,7 @@ def _end(
             continue
         except TerminalState:  # ended meanwhile (say, aborted while finishing): the first end stands
             break
+        _notify(services, user_id, run_id, recorder.last_seq + 1)
         _ended(services, run, status, metadata)
         announce_end(services, user_id, run_id)
         return {"userId": user_id, "runId": run_id, "status": status}

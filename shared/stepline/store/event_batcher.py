@@ -8,17 +8,29 @@ boundaries are persisted as they happen, high-frequency deltas are coalesced per
   event `type` comes from `EVENT_TYPES` (spec 000's names where one fits). Boundary events are
   durable, except a transient data chunk: it is never part of the message, so its event is
   `durable=False` ("仅实时展示", live display only) and expires with the delta batches.
-- A *delta* chunk is written at once when the stream is quiet (nothing pending and no delta
-  batch flushed within the last `window` seconds), so the first token is not delayed. Later deltas
-  are held and flushed as ONE event (`type="delta"`, `durable=False`) once `window` has passed
-  since the last flush: by the next `add`, by `poll()` from a timer, or by `flush()`.
+- An *opening* boundary (`start-step`, `text-start`, `reasoning-start`: they show nothing by
+  themselves) is held until the next chunk, and written with it in the same append, or by `poll()`
+  once `window` has passed: the first token of a step costs one write, not three.
+- A *delta* chunk is written at once when it is the first delta of its part (the leading edge: a
+  part's first token is visible as soon as it exists), or when a whole `window` has passed since the
+  last delta batch was written (a model slower than one delta per window is never held).
+  Otherwise it is held, and the held deltas are flushed as ONE event (`type="delta"`,
+  `durable=False`) once `window` has passed since the last flush: by the next `add`, by `poll()`
+  from a timer, or by `flush()`.
 - Inside a batch, consecutive deltas of the same part (same chunk type and id) are merged into one
   chunk: 500 token deltas of one text part become one `text-delta`. Deltas of different parts keep
   their exact order. A merged chunk carries the last `providerMetadata` of its run (what the
   reducer would have kept).
 
-So the number of writes per second stays near `1 / window` plus the boundaries, whatever the
-token rate, and reducing the chunks of all events in order gives the same message as reducing the
+The writer reports how long its appends take (`wrote`): while they take longer than a quarter of
+the window, the window widens to four times their duration, so the writer spends at most a quarter
+of its time writing. A slow store (moto's DynamoDB copies its tables on every transaction, and
+holds the process's GIL while it does) gets fewer, larger batches instead of a writer that does
+little but write while the model's tokens wait behind it.
+
+So a delta is never held longer than the (widened) window; the number of writes per second stays
+near `1 / window` plus the leading edges and the boundaries,
+whatever the token rate, and reducing the chunks of all events in order gives the same message as reducing the
 original chunks (the tests check this property on random streams and timings).
 
 Event types (`EVENT_TYPES`; `message_saved` is written by the store itself, not from a chunk):
@@ -61,18 +73,28 @@ __all__ = [
     "DELTA_CHUNK_TYPES",
     "DELTA_EVENT",
     "EVENT_TYPES",
+    "OPENING_CHUNK_TYPES",
     "EventBatcher",
     "event_type_of",
 ]
 
-DEFAULT_WINDOW: Final = 0.150
-"""Seconds between two delta batches (docs/data-model.md: 150 ms)."""
+DEFAULT_WINDOW: Final = 0.050
+"""Seconds a delta may be held for the next batch (docs/data-model.md: 50 ms)."""
+
+_SMOOTHING: Final = 0.3
+"""Weight of the newest sample in the running average of the append durations."""
+
+_WRITE_SHARE: Final = 4
+"""The window is at least this many times an append's duration (a writer writes a quarter of the time)."""
 
 DELTA_EVENT: Final = "delta"
 """The `type` of a delta batch event."""
 
 DELTA_CHUNK_TYPES: Final = frozenset({"text-delta", "reasoning-delta", "tool-input-delta"})
 """The chunk types that are coalesced; every other chunk is a boundary."""
+
+OPENING_CHUNK_TYPES: Final = frozenset({"start-step", "text-start", "reasoning-start"})
+"""Boundaries that are held until the next chunk (they open something the next chunk fills)."""
 
 EVENT_TYPES: Final[dict[str, str]] = {
     "start": "conversation",
@@ -176,26 +198,47 @@ class EventBatcher:
         self._window = window
         self._clock = clock
         self._runs: list[_Run] = []
+        self._opening: list[NewEvent] = []
+        """Opening boundaries held for the next chunk (they come before every held delta)."""
+        self._opened_at: float | None = None
         self._last_flush: float | None = None
+        self._parts: set[tuple[str, str]] = set()
+        """The parts that have had a delta (the next delta of any other is a leading edge)."""
+        self._write = 0.0
+        """The running average of the writer's append durations (`wrote`)."""
 
     @property
     def window(self) -> float:
+        """The configured window."""
         return self._window
 
     @property
+    def effective_window(self) -> float:
+        """The window in force: the configured one, or four times the appends' duration when that is longer."""
+        return 0.0 if self._window == 0 else max(self._window, _WRITE_SHARE * self._write)
+
+    def wrote(self, seconds: float) -> None:
+        """The writer's last append took `seconds` (the window widens while appends are slow)."""
+        self._write += _SMOOTHING * (seconds - self._write)
+
+    @property
     def has_pending(self) -> bool:
-        """True while deltas are held for the next batch."""
-        return bool(self._runs)
+        """True while deltas or opening boundaries are held."""
+        return bool(self._runs or self._opening)
 
     def add(self, chunk: UIMessageChunk) -> list[NewEvent]:
         """Take the next chunk of the stream; return the events to append now."""
         now = self._clock()
         if isinstance(chunk, TextDeltaChunk | ReasoningDeltaChunk | ToolInputDeltaChunk):
             return self._add_delta(chunk, now)
-        events = self._flush(now)
         transient = isinstance(chunk, DataChunk) and chunk.transient is True
-        events.append(NewEvent(type=event_type_of(chunk.type), chunks=[chunk.to_wire()], durable=not transient))
-        return events
+        event = NewEvent(type=event_type_of(chunk.type), chunks=[chunk.to_wire()], durable=not transient)
+        if chunk.type in OPENING_CHUNK_TYPES:
+            events = self._flush(now) if self._runs else []  # held deltas go first; openings wait together
+            self._opening.append(event)
+            self._opened_at = now if self._opened_at is None else self._opened_at
+            return events
+        return [*self._flush(now), event]
 
     def poll(self) -> list[NewEvent]:
         """Write the held deltas if the window has elapsed (for a timer-driven writer)."""
@@ -210,26 +253,32 @@ class EventBatcher:
         return self._flush(self._clock())
 
     def next_deadline(self) -> float | None:
-        """The clock time at which the held deltas are due, or None when nothing is held."""
-        if not self._runs or self._last_flush is None:
-            return None
-        return self._last_flush + self._window
+        """The clock time at which what is held is due, or None when nothing is held."""
+        due: list[float] = []
+        if self._runs and self._last_flush is not None:
+            due.append(self._last_flush + self.effective_window)
+        if self._opening and self._opened_at is not None:
+            due.append(self._opened_at + self.effective_window)
+        return min(due, default=None)
 
     def _add_delta(self, chunk: _DeltaChunk, now: float) -> list[NewEvent]:
-        quiet = not self._runs and (self._last_flush is None or now >= self._last_flush + self._window)
         key = _key(chunk)
+        leading = key not in self._parts
+        self._parts.add(key)
         if self._runs and self._runs[-1].key == key:
             self._runs[-1].append(chunk)
         else:
             self._runs.append(_Run(key, chunk))
-        if quiet or (self._last_flush is not None and now >= self._last_flush + self._window):
+        due = self._last_flush is None or now >= self._last_flush + self.effective_window
+        if leading or due:
             return self._flush(now)
         return []
 
     def _flush(self, now: float) -> list[NewEvent]:
+        events, self._opening, self._opened_at = self._opening, [], None
         if not self._runs:
-            return []
+            return events
         chunks = [run.to_wire() for run in self._runs]
         self._runs = []
         self._last_flush = now
-        return [NewEvent(type=DELTA_EVENT, chunks=chunks, durable=False)]
+        return [*events, NewEvent(type=DELTA_EVENT, chunks=chunks, durable=False)]

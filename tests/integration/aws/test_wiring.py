@@ -15,6 +15,7 @@ from stepline.aws.events import EventBridgeNotifier
 from stepline.aws.secrets import KeyUnavailableError
 from stepline.aws.wiring import ConfigurationError, Settings, build_services, worker_handler
 from stepline.llm.openai import OpenAIModel
+from stepline.llm.registry import DeferredModel
 from stepline.local.resources import create_tables
 from stepline.runtime.handlers import HANDLER_NAMES
 from stepline.runtime.notifications import NoNotifier
@@ -56,10 +57,14 @@ def test_services_read_the_key_from_ssm_and_use_the_tables() -> None:
         _client("ssm").put_parameter(
             Name=ENV["STEPLINE_OPENAI_KEY_PARAMETER"], Value="sk-test-123", Type="SecureString"
         )
-        services = build_services(Settings.from_env(ENV), client=_client)
+        services = build_services(Settings.from_env(ENV), client=_client, model_now=True)
         agent = services.agent_set.default
         model = services.model_for(agent)
         assert isinstance(model, OpenAIModel) and model.api_key == "sk-test-123"
+        deferred = build_services(Settings.from_env(ENV), client=_client)  # what the other functions get
+        lazy = deferred.model_for(deferred.agent_set.default)
+        assert isinstance(lazy, DeferredModel) and lazy.resolved is None
+        assert isinstance(lazy.model(), OpenAIModel) and lazy.model().api_key == "sk-test-123"
         assert {t.name for t in agent.tools} == {"get_weather", "delete_file"}
         assert agent.tool_approval == {"delete_file": "user-approval"}
         assert services.approval_timeout_ms == 600_000 and services.orchestrator is None

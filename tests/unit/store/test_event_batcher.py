@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from stepline.protocol.chunks import UIMessageChunk, parse_chunk
 from stepline.protocol.reducer import UIMessageReducer
-from stepline.store.event_batcher import DELTA_CHUNK_TYPES, EVENT_TYPES, EventBatcher, event_type_of
+from stepline.store.event_batcher import (
+    DELTA_CHUNK_TYPES,
+    EVENT_TYPES,
+    OPENING_CHUNK_TYPES,
+    EventBatcher,
+    event_type_of,
+)
 from stepline.store.records import NewEvent
 
 Json = dict[str, Any]
@@ -31,6 +37,12 @@ def c(**raw: Any) -> UIMessageChunk:
 
 def text_delta(delta: str, id_: str = "t", **extra: Any) -> UIMessageChunk:
     return parse_chunk({"type": "text-delta", "id": id_, "delta": delta, **extra})
+
+
+def opened(b: EventBatcher, kind: str, id_: str) -> None:
+    """Open a part and write the opening at once (it is otherwise held for the next chunk)."""
+    assert b.add(c(type=kind, id=id_)) == []
+    assert [e.chunks for e in b.flush()] == [[{"type": kind, "id": id_}]]
 
 
 def batcher(window: float = 0.15) -> tuple[EventBatcher, FakeClock]:
@@ -54,7 +66,8 @@ def reduce(chunks: list[Json]) -> Json:
 
 def test_the_first_delta_after_a_quiet_period_is_written_at_once() -> None:
     b, clock = batcher()
-    assert b.add(c(type="text-start", id="t"))[0].durable
+    assert b.add(c(type="text-start", id="t")) == []  # an opening boundary waits for what fills it
+    assert b.flush()[0].durable
     events = b.add(text_delta("Hel"))
     assert events == [NewEvent(type="delta", chunks=[{"type": "text-delta", "id": "t", "delta": "Hel"}], durable=False)]
     assert not b.has_pending
@@ -66,7 +79,7 @@ def test_the_first_delta_after_a_quiet_period_is_written_at_once() -> None:
 
 def test_later_deltas_are_held_until_the_window_since_the_last_write_elapses() -> None:
     b, clock = batcher()
-    b.add(c(type="text-start", id="t"))
+    opened(b, "text-start", "t")
     assert len(b.add(text_delta("a"))) == 1  # t = 0: immediate
     for step in range(1, 15):  # 0.01 … 0.14
         clock.now = step / 100
@@ -83,7 +96,7 @@ def test_later_deltas_are_held_until_the_window_since_the_last_write_elapses() -
 
 def test_poll_writes_held_deltas_only_once_the_deadline_is_reached() -> None:
     b, clock = batcher(window=0.1)
-    b.add(c(type="text-start", id="t"))
+    opened(b, "text-start", "t")
     b.add(text_delta("a"))
     clock.now = 0.02
     b.add(text_delta("b"))
@@ -97,16 +110,66 @@ def test_poll_writes_held_deltas_only_once_the_deadline_is_reached() -> None:
     assert b.poll() == []
     assert b.next_deadline() is None
     # a delta right after a timer flush is held (the window restarts at the flush)
-    clock.now += 0.05
+    clock.now += 0.001
     assert b.add(text_delta("c")) == []
     assert b.next_deadline() == pytest.approx(deadline + 0.1)
+
+
+def test_the_first_delta_of_every_part_is_written_at_once() -> None:
+    """The leading edge: a part's first token is visible at once, even inside a batch window."""
+    b, clock = batcher()
+    opened(b, "reasoning-start", "r")
+    assert all_chunks(b.add(c(type="reasoning-delta", id="r", delta="think"))) == [
+        {"type": "reasoning-delta", "id": "r", "delta": "think"}
+    ]
+    clock.now = 0.001
+    assert b.add(c(type="reasoning-delta", id="r", delta="ing")) == []  # held: the window is not over
+    clock.now = 0.002
+    assert all_chunks(b.add(c(type="text-start", id="t"))) == [  # a boundary writes what is held first
+        {"type": "reasoning-delta", "id": "r", "delta": "ing"}
+    ]
+    clock.now = 0.003
+    events = b.add(text_delta("Hi"))  # with the part's opening, held for it: one append
+    assert all_chunks(events) == [{"type": "text-start", "id": "t"}, {"type": "text-delta", "id": "t", "delta": "Hi"}]
+    clock.now = 0.004
+    assert b.add(text_delta(" there")) == []
+    # the same part's next deltas are batched; the leading edge of another part flushes them with it
+    clock.now = 0.005
+    events = b.add(c(type="tool-input-delta", toolCallId="c1", inputTextDelta="{"))
+    assert all_chunks(events) == [
+        {"type": "text-delta", "id": "t", "delta": " there"},
+        {"type": "tool-input-delta", "toolCallId": "c1", "inputTextDelta": "{"},
+    ]
+
+
+def test_a_slow_models_deltas_are_never_held() -> None:
+    """Deltas that come no faster than one per window are written as they come; faster ones are
+    held, at most one window."""
+    b, clock = batcher(window=0.05)
+    opened(b, "text-start", "slow")
+    held = 0
+    for i in range(10):  # one every 60 ms: slower than one per 50 ms window
+        clock.now = i * 0.06
+        held += b.add(parse_chunk({"type": "text-delta", "id": "slow", "delta": str(i)})) == []
+    assert held == 0
+    b.add(c(type="text-end", id="slow"))
+    opened(b, "text-start", "fast")
+    start = clock.now
+    written = 0
+    for i in range(10):  # one every 10 ms: held, at most one window
+        clock.now = start + 0.001 + i * 0.01
+        events = b.add(parse_chunk({"type": "text-delta", "id": "fast", "delta": str(i)}))
+        written += len(events)
+        deadline = b.next_deadline()
+        assert deadline is None or deadline - clock.now <= 0.05
+    assert written == 2  # the leading edge, then one batch when the window had passed
 
 
 def test_next_deadline_is_none_when_nothing_is_held() -> None:
     b, clock = batcher()
     assert b.next_deadline() is None
     assert b.poll() == []
-    b.add(c(type="text-start", id="t"))
+    opened(b, "text-start", "t")
     assert b.next_deadline() is None
     b.add(text_delta("a"))
     assert b.next_deadline() is None
@@ -119,7 +182,7 @@ def test_next_deadline_is_none_when_nothing_is_held() -> None:
 
 def test_a_boundary_flushes_the_pending_deltas_first() -> None:
     b, clock = batcher()
-    b.add(c(type="text-start", id="t"))
+    opened(b, "text-start", "t")
     b.add(text_delta("a"))
     clock.now = 0.01
     b.add(text_delta("b"))
@@ -142,7 +205,7 @@ def test_a_boundary_with_nothing_pending_is_one_event() -> None:
 
 def test_deltas_of_one_part_in_a_batch_become_one_chunk() -> None:
     b, clock = batcher()
-    b.add(c(type="text-start", id="t"))
+    opened(b, "text-start", "t")
     b.add(text_delta("first "))
     clock.now = 0.001
     for i in range(500):
@@ -157,9 +220,15 @@ def test_deltas_of_different_parts_keep_their_exact_order() -> None:
     b, clock = batcher()
     b.add(c(type="tool-input-start", toolCallId="c1", toolName="a"))
     b.add(c(type="tool-input-start", toolCallId="c2", toolName="b"))
-    b.add(c(type="reasoning-start", id="x"))
-    b.add(c(type="text-start", id="x"))
-    b.add(c(type="text-delta", id="x", delta="0"))  # immediate
+    opened(b, "reasoning-start", "x")
+    opened(b, "text-start", "x")
+    for raw in (  # the first delta of each part: written at once (leading edges)
+        {"type": "tool-input-delta", "toolCallId": "c1", "inputTextDelta": ""},
+        {"type": "tool-input-delta", "toolCallId": "c2", "inputTextDelta": ""},
+        {"type": "reasoning-delta", "id": "x", "delta": ""},
+        {"type": "text-delta", "id": "x", "delta": "0"},
+    ):
+        assert len(b.add(parse_chunk(raw))) == 1
     clock.now = 0.01
     for raw in (
         {"type": "tool-input-delta", "toolCallId": "c1", "inputTextDelta": '{"a"'},
@@ -182,7 +251,7 @@ def test_deltas_of_different_parts_keep_their_exact_order() -> None:
 
 def test_a_merged_delta_keeps_the_last_provider_metadata() -> None:
     b, clock = batcher()
-    b.add(c(type="text-start", id="t"))
+    opened(b, "text-start", "t")
     b.add(text_delta("a"))
     clock.now = 0.01
     b.add(text_delta("b", providerMetadata={"p": {"n": 1}}))
@@ -195,7 +264,7 @@ def test_a_merged_delta_keeps_the_last_provider_metadata() -> None:
 
 def test_a_single_held_delta_is_written_as_it_came() -> None:
     b, clock = batcher()
-    b.add(c(type="reasoning-start", id="r"))
+    opened(b, "reasoning-start", "r")
     b.add(c(type="reasoning-delta", id="r", delta="a"))
     clock.now = 0.01
     b.add(c(type="reasoning-delta", id="r", delta="b", providerMetadata={"p": {"s": "x"}}))
@@ -206,7 +275,7 @@ def test_a_single_held_delta_is_written_as_it_came() -> None:
 
 def test_flush_at_the_end_writes_what_is_held_and_nothing_twice() -> None:
     b, clock = batcher()
-    b.add(c(type="text-start", id="t"))
+    opened(b, "text-start", "t")
     b.add(text_delta("a"))
     clock.now = 0.01
     b.add(text_delta("b"))
@@ -217,7 +286,7 @@ def test_flush_at_the_end_writes_what_is_held_and_nothing_twice() -> None:
 
 def test_window_zero_writes_every_delta_and_a_negative_window_is_refused() -> None:
     b, _ = batcher(window=0)
-    b.add(c(type="text-start", id="t"))
+    opened(b, "text-start", "t")
     assert [len(b.add(text_delta(str(i)))) for i in range(5)] == [1] * 5
     with pytest.raises(ValueError, match="window"):
         EventBatcher(window=-0.1)
@@ -246,7 +315,11 @@ def test_event_types_follow_the_documented_mapping() -> None:
         ({"type": "finish", "finishReason": "stop"}, "done", True),
     ]
     for raw, expected, durable in samples:
-        assert b.add(parse_chunk(raw)) == [NewEvent(type=expected, chunks=[raw], durable=durable)]
+        added = b.add(parse_chunk(raw))
+        if raw["type"] in OPENING_CHUNK_TYPES:
+            assert added == []
+            added = b.flush()
+        assert added == [NewEvent(type=expected, chunks=[raw], durable=durable)]
     assert event_type_of("text-delta") == "delta"
     assert event_type_of("data-anything") == "data"
     assert DELTA_CHUNK_TYPES.isdisjoint(EVENT_TYPES)
@@ -393,3 +466,50 @@ def test_reducing_the_events_gives_the_same_message_as_reducing_the_chunks(
             assert len(event.chunks) == 1 and _key(event.chunks[0]) is None
             assert event.durable == (event.chunks[0].get("transient") is not True)
     assert not b.has_pending
+
+
+def test_an_opening_boundary_is_written_with_the_next_chunk_or_when_its_window_passes() -> None:
+    b, clock = batcher(window=0.05)
+    assert b.add(c(type="start-step")) == []
+    assert b.add(c(type="text-start", id="t")) == []
+    assert b.has_pending and b.next_deadline() == pytest.approx(0.05)
+    clock.now = 0.004
+    events = b.add(text_delta("Hi"))
+    assert [(e.type, e.chunks) for e in events] == [
+        ("step_start", [{"type": "start-step"}]),
+        ("part_start", [{"type": "text-start", "id": "t"}]),
+        ("delta", [{"type": "text-delta", "id": "t", "delta": "Hi"}]),
+    ]
+    # a model that pauses after opening a part: the timer writes the opening once the window passed
+    b.add(c(type="text-end", id="t"))
+    clock.now = 1.0
+    assert b.add(c(type="reasoning-start", id="r")) == []
+    clock.now = 1.049
+    assert b.poll() == []
+    clock.now = 1.05
+    assert all_chunks(b.poll()) == [{"type": "reasoning-start", "id": "r"}]
+    # a boundary that is not an opening writes the held opening first, in order
+    b.add(c(type="start-step"))
+    events = b.add(c(type="tool-input-start", toolCallId="c1", toolName="w"))
+    assert [e.type for e in events] == ["step_start", "tool_use"]
+
+
+def test_slow_appends_widen_the_window_to_four_times_their_duration() -> None:
+    """A store whose appends take 30 ms gets batches every ~120 ms, not a writer that only writes."""
+    b, clock = batcher(window=0.05)
+    assert b.effective_window == 0.05
+    for _ in range(30):
+        b.wrote(0.03)
+    assert b.effective_window == pytest.approx(0.12, rel=0.01)
+    opened(b, "text-start", "t")
+    b.add(text_delta("a"))  # the leading edge is not held, however slow the store
+    assert not b.has_pending
+    clock.now = 0.01
+    b.add(text_delta("b"))
+    clock.now = 0.06  # past the configured window, inside the widened one
+    assert b.add(text_delta("c")) == []
+    assert b.next_deadline() == pytest.approx(0.12, rel=0.01)
+    for _ in range(30):
+        b.wrote(0.001)  # fast again: back to the configured window
+    assert b.effective_window == 0.05
+    assert all_chunks(b.add(text_delta("d"))) == [{"type": "text-delta", "id": "t", "delta": "bcd"}]

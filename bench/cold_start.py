@@ -1,0 +1,109 @@
+"""Cold start: what importing each Lambda function's `app.py` and building its services costs.
+
+    .venv/bin/python bench/cold_start.py [--runs R] [--model openai:gpt-5.1]
+
+Each measurement is a fresh Python process (R of them per function, 5 by default; the median is
+printed), as a Lambda cold start is: `import` = executing `functions/<name>/app.py` (what Lambda's
+init phase runs); `init` = building the services from the environment as the function's handler
+does on its first invocation (`services_from_env()`; the model step with its model built,
+`model_now`; the API functions build theirs during import, so it is in `import`). The environment
+is the one template.yaml sets (tables, bucket, state machine, model `--model`, an API key in the
+provider's variable, no SSM parameter: nothing here touches the network). The reference, in the
+same run: a fresh process that imports boto3 and nothing else, and one that does nothing. Also
+printed: modules loaded, and which of the heavy optional packages (the two provider SDKs, the
+X-Ray SDK, FastAPI, moto, httpx) ended up imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("openai", "anthropic", "aws_xray_sdk", "fastapi", "moto", "httpx")
+
+PROBE = r"""
+import json, runpy, sys, time
+started = time.perf_counter()
+target = sys.argv[1]
+if target == "boto3":
+    import boto3
+elif target != "nothing":
+    runpy.run_path(target)
+imported = time.perf_counter()
+init = 0.0
+if target.endswith(".py") and "/api/" not in target:
+    from stepline.aws.wiring import services_from_env
+    try:  # what the function's handler builds
+        services_from_env(model_now=target.endswith("model_step/app.py"))
+    except TypeError:  # a checkout from before `model_now` (--also): it built every model at once
+        services_from_env()
+    init = time.perf_counter() - imported
+heavy = [m for m in json.loads(sys.argv[2]) if m in sys.modules]
+print(json.dumps({"import": imported - started, "init": init, "modules": len(sys.modules), "heavy": heavy}))
+"""
+
+
+def measure(target: str, env: dict[str, str], runs: int) -> dict[str, object]:
+    samples: list[dict[str, object]] = []
+    for _ in range(runs):
+        out = subprocess.run(
+            [sys.executable, "-c", PROBE, target, json.dumps(HEAVY)],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        samples.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return {
+        "import": statistics.median(float(s["import"]) for s in samples),  # type: ignore[arg-type]
+        "init": statistics.median(float(s["init"]) for s in samples),  # type: ignore[arg-type]
+        "modules": samples[-1]["modules"],
+        "heavy": samples[-1]["heavy"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--model", default="openai:gpt-5.1")
+    parser.add_argument("--also", metavar="DIR", help="also measure another checkout's shared/ (before a change)")
+    args = parser.parse_args()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT / "shared"),
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "cold-start-bench",
+        "AWS_SECRET_ACCESS_KEY": "cold-start-bench",
+        "STEPLINE_AGENT_TABLE": "stepline-agent",
+        "STEPLINE_EVENTS_TABLE": "stepline-events",
+        "STEPLINE_BUCKET": "stepline-bucket",
+        "STEPLINE_STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:stepline-agent-run",
+        "STEPLINE_MODEL": args.model,
+        "OPENAI_API_KEY": "sk-cold-start-bench",
+        "ANTHROPIC_API_KEY": "sk-ant-cold-start-bench",
+        "POWERTOOLS_METRICS_NAMESPACE": "Stepline",
+    }
+    targets = {"(python, nothing)": "nothing", "(import boto3)": "boto3"}
+    targets |= {path.parent.name: str(path) for path in sorted((ROOT / "functions").glob("*/app.py"))}
+    print(f"Python {sys.version.split()[0]}; model {args.model}; median of {args.runs} fresh processes; seconds")
+    print(f"{'function':<20} {'import':>7} {'init':>7} {'total':>7} {'modules':>8}  heavy packages imported")
+    also = {**env, "PYTHONPATH": str(Path(args.also).resolve() / "shared")} if args.also else None
+    rows = [(label, target, env) for label, target in targets.items()]
+    if also is not None:
+        rows += [(f"{label} (--also)", target, also) for label, target in targets.items() if target.endswith(".py")]
+    for label, target, row_env in rows:
+        m = measure(target, row_env, args.runs)
+        total = float(m["import"]) + float(m["init"])  # type: ignore[arg-type]
+        heavy = ", ".join(m["heavy"]) or "-"  # type: ignore[arg-type]
+        print(f"{label:<20} {m['import']:>7.3f} {m['init']:>7.3f} {total:>7.3f} {m['modules']:>8}  {heavy}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,253 @@
+"""Time to first token and streaming lag, measured from outside: `stepline dev` against the AI SDK.
+
+    .venv/bin/python bench/ttft.py [--deltas N] [--runs R] [--paces 5,20]
+
+Black box, the way a user runs it. This script writes a script book (`stepline.llm.script_book`)
+with one script per pace: one text part of N deltas (500), one every D ms (5 and 20), on the
+model's own clock (`delaysMs`: delta i is due (i + 1)·D after the model call starts). Then, in the
+same run, it starts two servers as subprocesses on free ports:
+
+- **stepline dev**: `python -m stepline.cli dev --port P` with `STEPLINE_MODEL=scripted:<book>`, the
+  command a user runs: the durable path (turn start, the state machine on moto, the model step
+  writing batched events to DynamoDB on moto, the API's tail reading them back as SSE);
+- **AI SDK peer** (`bench/ttft_peer.mjs`): `streamText` on `MockLanguageModelV4` from `ai/test`
+  playing the same parts on the same schedule, `toUIMessageStreamResponse()` on a Node HTTP server.
+
+The client (httpx in this process) POSTs DefaultChatTransport's body to `/api/chat` of each, parses
+the SSE as it arrives, and notes when each delta arrives (delta i carries `d0017 `, so a batch of
+merged deltas is read correctly). With t0 the moment the request is sent:
+
+- added TTFT = arrival of delta 0 − t0 − D (what the server adds to the model's own first token);
+- per-delta lag = arrival of delta i − (t0 + (i + 1)·D): how late each delta reaches the client
+  against the model's schedule (it includes the added TTFT);
+- SSE frames: `data:` events received, `[DONE]` included.
+
+One warm-up request per server first (imports, moto, the first execution); then R runs per pace
+and server, alternating servers. Figures only; no assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Generator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from stepline.protocol.sse import SseDecoder
+
+ROOT = Path(__file__).resolve().parents[1]
+INDEX = re.compile(r"d(\d+) ")
+WARM = "warm"
+
+
+def book(deltas: int, paces: list[float]) -> dict[str, object]:
+    """One script per pace (named `pace-<ms>`), and a short warm-up script."""
+
+    def step(count: int, pace_ms: float) -> dict[str, object]:
+        width = max(4, len(str(count - 1)))
+        parts: list[Any] = [
+            {"type": "stream-start", "warnings": []},
+            {"type": "text-start", "id": "t1"},
+        ]
+        parts += [{"type": "text-delta", "id": "t1", "delta": f"d{i:0{width}} "} for i in range(count)]
+        usage = {"inputTokens": {"total": 10, "noCache": 10}, "outputTokens": {"total": count}}
+        parts += [
+            {"type": "text-end", "id": "t1"},
+            {"type": "finish", "finishReason": {"unified": "stop", "raw": "stop"}, "usage": usage},
+        ]
+        delays = [0, 0] + [pace_ms] * count + [0, 0]
+        return {"parts": parts, "delaysMs": delays}
+
+    scripts = [{"name": WARM, "match": [WARM], "steps": [step(20, 5)]}]
+    scripts += [{"name": name(p), "match": [name(p)], "steps": [step(deltas, p)]} for p in paces]
+    return {"description": "bench/ttft.py", "scripts": scripts, "fallback": {"steps": [step(1, 0)]}}
+
+
+def name(pace_ms: float) -> str:
+    return f"pace-{pace_ms:g}ms"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def server(command: list[str], env: dict[str, str]) -> Generator[str]:
+    """Start a server subprocess on a free port; its URL once `/api/health` answers."""
+    port = free_port()
+    process = subprocess.Popen(
+        [*command, str(port)] if command[0] == "node" else [*command, "--port", str(port)],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"{command} exited: {process.stderr.read().decode() if process.stderr else ''}")
+            try:
+                if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{command} did not answer in 120 s")
+            time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@dataclass
+class Run:
+    sent: float
+    arrivals: dict[int, float] = field(default_factory=dict[int, float])
+    frames: int = 0
+
+
+def chat(client: httpx.Client, url: str, prompt: str, chat_id: str) -> Run:
+    """POST /api/chat as DefaultChatTransport does; when each delta arrived."""
+    body = {
+        "id": chat_id,
+        "messages": [{"id": f"u-{chat_id}", "role": "user", "parts": [{"type": "text", "text": prompt}]}],
+        "trigger": "submit-message",
+    }
+    decoder = SseDecoder()
+    run = Run(sent=time.perf_counter())
+    done = False
+    with client.stream("POST", f"{url}/api/chat", json=body) as response:
+        response.raise_for_status()
+        for text in response.iter_text():
+            now = time.perf_counter()
+            for event in decoder.feed(text):
+                run.frames += 1
+                if event.data == "[DONE]":
+                    done = True
+                    continue
+                chunk = json.loads(event.data)
+                if chunk.get("type") == "text-delta":
+                    for match in INDEX.finditer(chunk["delta"]):
+                        run.arrivals.setdefault(int(match[1]), now)
+    if not done:
+        raise RuntimeError(f"{url}: the stream of {chat_id} ended without [DONE]")
+    return run
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+@dataclass
+class Figures:
+    ttft: list[float] = field(default_factory=list[float])
+    lags: list[float] = field(default_factory=list[float])
+    frames: list[int] = field(default_factory=list[int])
+
+    def add(self, run: Run, deltas: int, pace: float) -> None:
+        missing = [i for i in range(deltas) if i not in run.arrivals]
+        if missing:
+            raise RuntimeError(f"{len(missing)} deltas never arrived (first: {missing[0]})")
+        self.ttft.append(run.arrivals[0] - run.sent - pace)
+        self.lags += [run.arrivals[i] - run.sent - (i + 1) * pace for i in range(deltas)]
+        self.frames.append(run.frames)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--deltas", type=int, default=500)
+    parser.add_argument("--runs", type=int, default=3, help="measured runs per pace and server (default 3)")
+    parser.add_argument("--paces", default="5,20", help="ms between deltas, comma-separated (default 5,20)")
+    parser.add_argument(
+        "--also",
+        metavar="DIR",
+        help="also run `stepline dev` from another checkout's shared/ (say, the code before a change),"
+        " in the same run: `git archive <commit> shared | tar -x -C DIR`",
+    )
+    args = parser.parse_args()
+    deltas: int = args.deltas
+    paces = [float(p) for p in args.paces.split(",")]
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        book_path = Path(tmp) / "ttft-book.json"
+        book_path.write_text(json.dumps(book(deltas, paces)), encoding="utf-8")
+        (Path(tmp) / "no-web").mkdir()
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT / "shared"),
+            "STEPLINE_MODEL": f"scripted:{book_path}",
+            "STEPLINE_WEB_DIST": str(Path(tmp) / "no-web"),  # no UI build: the API only
+        }
+        env.pop("STEPLINE_DEV_TOKENS", None)
+        dev = [sys.executable, "-m", "stepline.cli", "dev"]
+        servers = {
+            "AI SDK peer": (["node", str(ROOT / "bench" / "ttft_peer.mjs"), str(book_path)], env),
+            "stepline dev": (dev, env),
+        }
+        if args.also:
+            servers["dev (--also)"] = (dev, {**env, "PYTHONPATH": str(Path(args.also).resolve() / "shared")})
+        figures: dict[tuple[str, float], Figures] = {(s, p): Figures() for s in servers for p in paces}
+        with contextlib.ExitStack() as stack:
+            urls = {label: stack.enter_context(server(command, e)) for label, (command, e) in servers.items()}
+            client = stack.enter_context(httpx.Client(timeout=120))
+            for label, url in urls.items():
+                chat(client, url, WARM, f"warm-{label.split()[0]}")
+            for pace in paces:
+                for n in range(args.runs):
+                    for label, url in urls.items():
+                        run = chat(client, url, name(pace), f"bench-{label.split()[0]}-{pace:g}-{n}")
+                        figures[(label, pace)].add(run, deltas, pace / 1000)
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=False).stdout.strip()
+    print(
+        f"Python {sys.version.split()[0]}, node {node}; "
+        f"{deltas} text deltas per run, {args.runs} runs per pace and server (after one warm-up each)"
+    )
+    print("ms; TTFT: added time to first text delta (p50, max over runs); lag: per-delta lag against the model's clock")
+    print(f"{'server':<14} {'pace':>5} {'TTFT p50':>9} {'max':>7} {'lag p50':>8} {'p99':>7} {'frames':>7}")
+    for pace in paces:
+        for label in servers:
+            f = figures[(label, pace)]
+            print(
+                f"{label:<14} {pace:>4g}ms {percentile(f.ttft, 0.5) * 1000:>9.1f} {max(f.ttft) * 1000:>7.1f}"
+                f" {percentile(f.lags, 0.5) * 1000:>8.1f} {percentile(f.lags, 0.99) * 1000:>7.1f}"
+                f" {round(sum(f.frames) / len(f.frames)):>7}"
+            )
+        peer_f, dev_f = figures[("AI SDK peer", pace)], figures[("stepline dev", pace)]
+        if args.also:
+            print(f"  (--also: {args.also})")
+        peer_ttft, dev_ttft = percentile(peer_f.ttft, 0.5), percentile(dev_f.ttft, 0.5)
+        print(
+            f"  {pace:g} ms: TTFT {dev_ttft * 1000:.1f} ms vs 1.5×peer+50 = {(1.5 * peer_ttft + 0.05) * 1000:.1f} ms;"
+            f" lag p50 {percentile(dev_f.lags, 0.5) * 1000:.1f} vs peer+50 = "
+            f"{(percentile(peer_f.lags, 0.5) + 0.05) * 1000:.1f} ms; lag p99 {percentile(dev_f.lags, 0.99) * 1000:.1f}"
+            " (target <= 300)"
+        )
+    print(f"wall time {time.perf_counter() - started:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""Stream push: the writer of a run's log tells the streams that follow it that there is more.
+
+The event log stays the truth. A notification carries no events, only "the run's log has grown to
+`seq`, or its status changed": a stream that gets one reads the log (`stepline.api.tail`), and
+one that gets none still reads it after its fallback poll interval. So a lost or late notification
+costs at most one poll interval, never an event, and a duplicated one costs a read that finds
+nothing new (the stream dedupes by seq).
+
+`RunNotifier` is the port. `InProcessNotifier` is the adapter for a process that both writes and
+streams (`stepline dev`: the worker handlers run in the server's process, on their own threads);
+on AWS the writer (the model step function) and the streams (the stream function) are different
+processes, and the channel between them is a managed pub/sub service (docs/architecture.md,
+"Pushing to the stream").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from typing import Protocol
+
+__all__ = ["InProcessNotifier", "RunNotifier", "RunSubscription"]
+
+
+class RunSubscription(Protocol):
+    """One stream's subscription to one run's notifications."""
+
+    async def wait(self, seconds: float) -> bool:
+        """Wait until a notification has come since the last `wait`, or `seconds`.
+
+        True when one came (it is consumed: notifications that came together wake once), False
+        on timeout.
+        """
+        ...
+
+    def close(self) -> None:
+        """Stop receiving (idempotent)."""
+        ...
+
+
+class RunNotifier(Protocol):
+    """Publish and subscribe to "the run has something new"."""
+
+    def notify(self, user_id: str, run_id: str, seq: int) -> None:
+        """The run's log has grown to `seq` (or its status changed). Best effort: never raises."""
+        ...
+
+    def subscribe(self, user_id: str, run_id: str) -> RunSubscription:
+        """Subscribe from the running event loop; subscribe before the first read of the log."""
+        ...
+
+
+class _LoopSubscription:
+    """Woken from any thread: the notifying thread schedules the wake on the subscriber's loop."""
+
+    def __init__(self, owner: InProcessNotifier, key: tuple[str, str]) -> None:
+        self._owner = owner
+        self._key = key
+        self._loop = asyncio.get_running_loop()
+        self._event = asyncio.Event()
+        self.closed = False
+
+    def wake(self) -> None:
+        with contextlib.suppress(RuntimeError):  # the subscriber's loop has closed: nobody listens
+            self._loop.call_soon_threadsafe(self._event.set)
+
+    async def wait(self, seconds: float) -> bool:
+        if not self._event.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(seconds):
+                    await self._event.wait()
+        notified = self._event.is_set()
+        self._event.clear()
+        return notified
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._owner.unsubscribe(self._key, self)
+
+
+class InProcessNotifier:
+    """Notifications between threads of one process (the worker's and the server's event loops)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._subscribers: dict[tuple[str, str], set[_LoopSubscription]] = {}
+
+    def notify(self, user_id: str, run_id: str, seq: int) -> None:
+        with self._lock:
+            subscribers = list(self._subscribers.get((user_id, run_id), ()))
+        for subscriber in subscribers:
+            subscriber.wake()
+
+    def subscribe(self, user_id: str, run_id: str) -> RunSubscription:
+        key = (user_id, run_id)
+        subscription = _LoopSubscription(self, key)
+        with self._lock:
+            self._subscribers.setdefault(key, set()).add(subscription)
+        return subscription
+
+    def unsubscribe(self, key: tuple[str, str], subscription: _LoopSubscription) -> None:
+        with self._lock:
+            subscribers = self._subscribers.get(key)
+            if subscribers is not None:
+                subscribers.discard(subscription)
+                if not subscribers:
+                    del self._subscribers[key]
+
+    def subscribers(self, user_id: str, run_id: str) -> int:
+        """How many streams follow the run (for tests and diagnostics)."""
+        with self._lock:
+            return len(self._subscribers.get((user_id, run_id), ()))

@@ -1,0 +1,46 @@
+"""`stepline dev` streams by notification: with the fallback poll out of reach, every chunk still
+arrives, in order, once, and the stream ends with `[DONE]` (the workers wake the stream)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from stepline.api.app import ApiOptions
+from stepline.api.identity import DEFAULT_LOCAL_USER
+from stepline.protocol.sse import decode_ui_message_stream
+from stepline.runtime.stream_push import InProcessNotifier
+from tests.api.test_chat_api import send
+from tests.support.server import config, running, write_book
+
+NO_POLL = ApiOptions(poll_seconds=600, push_poll_seconds=600, wait_poll_seconds=600, stream_max_seconds=60)
+"""A stream that waited for a poll would end at `stream_max_seconds` without `[DONE]`."""
+
+
+def test_a_chat_streams_to_its_end_by_notifications_alone(tmp_path: Path) -> None:
+    deltas = [f"w{i} " for i in range(30)]
+    parts = [
+        {"type": "stream-start", "warnings": []},
+        {"type": "text-start", "id": "t"},
+        *({"type": "text-delta", "id": "t", "delta": d} for d in deltas),
+        {"type": "text-end", "id": "t"},
+        {"type": "finish", "finishReason": {"unified": "stop", "raw": "stop"}, "usage": {}},
+    ]
+    model = write_book(
+        tmp_path / "book.json", [{"name": "paced", "match": ["paced"], "steps": [{"parts": parts, "delayMs": 5}]}]
+    )
+    with running(config(model), api=NO_POLL) as server:
+        notifier = server.server.backend.services.stream_push
+        assert isinstance(notifier, InProcessNotifier)
+        with server.client() as client:
+            response = send(client, "push-chat", "paced please")
+    assert response.text.rstrip().endswith("data: [DONE]")
+    chunks = decode_ui_message_stream(response.text)
+    text = "".join(c.delta for c in chunks if c.type == "text-delta")  # type: ignore[union-attr]
+    assert text == "".join(deltas)
+    assert [c.type for c in chunks][-1] == "finish"
+    ids = [line for line in response.text.splitlines() if line.startswith("id: ")]
+    assert len(ids) == len(set(ids)), "no chunk is sent twice"
+    start = chunks[0]
+    assert start.type == "start" and start.message_metadata is not None  # type: ignore[union-attr]
+    run_id = start.message_metadata["runId"]  # type: ignore[union-attr]
+    assert notifier.subscribers(DEFAULT_LOCAL_USER, run_id) == 0, "a stream that ended unsubscribed"

@@ -1,0 +1,106 @@
+"""Run notifications in process: a writer on another thread wakes the stream's event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from stepline.protocol.chunks import parse_chunk
+from stepline.runtime.recorder import RunRecorder
+from stepline.runtime.stream_push import InProcessNotifier
+from stepline.store.errors import TerminalState
+from stepline.store.memory import MemoryStore
+from stepline.store.ports import TurnStart
+
+USER, RUN = "u", "r"
+
+
+def test_a_notification_from_another_thread_wakes_the_subscriber() -> None:
+    notifier = InProcessNotifier()
+
+    async def follow() -> bool:
+        subscription = notifier.subscribe(USER, RUN)
+        writer = threading.Thread(target=notifier.notify, args=(USER, RUN, 7))
+        writer.start()
+        try:
+            return await subscription.wait(3600)  # returns on the notification, or the test hangs
+        finally:
+            writer.join()
+            subscription.close()
+
+    assert asyncio.run(follow()) is True
+
+
+def test_notifications_that_came_together_wake_once_and_other_runs_do_not_wake() -> None:
+    notifier = InProcessNotifier()
+
+    async def follow() -> list[bool]:
+        subscription = notifier.subscribe(USER, RUN)
+        notifier.notify(USER, "another-run", 1)
+        notifier.notify("another-user", RUN, 1)
+        await asyncio.sleep(0)  # let any scheduled wake run
+        first = await subscription.wait(0)
+        notifier.notify(USER, RUN, 2)
+        notifier.notify(USER, RUN, 3)
+        await asyncio.sleep(0)
+        return [first, await subscription.wait(0), await subscription.wait(0)]
+
+    assert asyncio.run(follow()) == [False, True, False]
+
+
+def test_closing_unsubscribes_and_a_closed_loop_is_not_an_error() -> None:
+    notifier = InProcessNotifier()
+
+    async def subscribe_and_close() -> None:
+        kept = notifier.subscribe(USER, RUN)
+        closed = notifier.subscribe(USER, RUN)
+        assert notifier.subscribers(USER, RUN) == 2
+        closed.close()
+        closed.close()  # idempotent
+        assert notifier.subscribers(USER, RUN) == 1
+        del kept  # left subscribed: its loop closes with asyncio.run
+
+    asyncio.run(subscribe_and_close())
+    notifier.notify(USER, RUN, 1)  # the subscriber's loop is gone: nothing raises
+
+
+def started_store() -> MemoryStore:
+    store = MemoryStore()
+    started = store.start_turn(
+        USER, TurnStart(conversation_id="c", run_id=RUN, assistant_message_id="a", user_message=None, now=1)
+    )
+    store.mark_running(USER, RUN, now=1)
+    assert started.run.run_id == RUN
+    return store
+
+
+def recorder(store: MemoryStore, notified: list[int]) -> RunRecorder:
+    run = store.get_run(USER, RUN)
+    message = store.get_message(USER, run.conversation_id, run.assistant_message_id)
+    return RunRecorder(store, run, message, now=lambda: 2, notify=notified.append)
+
+
+def test_the_recorder_notifies_after_each_append_with_the_last_seq() -> None:
+    store = started_store()
+    notified: list[int] = []
+    rec = recorder(store, notified)
+    rec.write([parse_chunk({"type": "start-step"}), parse_chunk({"type": "text-start", "id": "t"})])
+    assert notified == []  # the openings wait for what fills them: nothing stored, nothing notified
+    rec.write([parse_chunk({"type": "text-delta", "id": "t", "delta": "Hi"})])  # the leading edge
+    assert notified == [3]  # one append of three events: one notification, after it was stored
+    rec.write([parse_chunk({"type": "text-end", "id": "t"})])
+    assert notified == [3, 4]
+    assert store.get_run(USER, RUN).last_event_seq == 4
+
+
+def test_the_recorder_does_not_notify_what_was_not_written() -> None:
+    store = started_store()
+    notified: list[int] = []
+    rec = recorder(store, notified)
+
+    def refuse(*args: object, **kwargs: object) -> object:
+        raise TerminalState("run is aborted")
+
+    store.append_events = refuse  # type: ignore[method-assign]
+    rec.write([parse_chunk({"type": "finish-step"})])
+    assert rec.closed and notified == []
