@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from .llm.base import LanguageModel
@@ -56,7 +57,7 @@ def _model(args: argparse.Namespace, err: TextIO) -> LanguageModel:
     return resolve_model(f"scripted:{DEMO_SCRIPT}")
 
 
-def _toolset(args: argparse.Namespace) -> tuple[list[Tool], dict[str, Any]]:
+def _toolset(args: argparse.Namespace) -> tuple[Sequence[Tool], Mapping[str, Any]]:
     name = args.tools or os.environ.get("STEPLINE_TOOLS") or "stepline.tools.demo"
     try:
         return load_toolset(name)
