@@ -9,7 +9,8 @@ Configuration is read from the environment:
     STEPLINE_MODEL       openai:<model> | anthropic:<model> | scripted:<file.json>
                          (default: the scripted demo book; the providers' own variables, such as
                          OPENAI_API_KEY and ANTHROPIC_API_KEY, give the keys)
-    STEPLINE_TOOLS       a module exposing TOOLS (default: stepline.tools.workspace)
+    STEPLINE_TOOLS       a module exposing TOOLS (default: stepline.tools.workspace;
+                         stepline.tools.mcp: the MCP servers of STEPLINE_MCP_SERVERS, docs/tools.md)
     STEPLINE_DEV_TOKENS  token:user,token2:user2 (default: one local user, no token needed)
     STEPLINE_APPROVAL_TIMEOUT_SECONDS   how long an approval or question waits (default: 1 day)
     STEPLINE_CORS_ORIGINS  other browser origins that may call the API, comma-separated, such as

@@ -20,10 +20,13 @@ from stepline.loop.stream_text import stream_text
 from stepline.loop.tools import Tool, ToolContext
 from stepline.protocol import stream_parts as sp
 from stepline.protocol.model_messages import ContentOutput, ErrorTextOutput, ToolModelMessage, ToolResultPart
+from stepline.runtime.guard import StoreToolGuard
+from stepline.store.memory import MemoryStore
 from stepline.tools import load_toolset
 from stepline.tools.mcp import HttpServer, McpConfigError, McpToolError, McpToolset, from_env
 from stepline.tools.mcp.results import to_model_output
 from stepline.tools.mcp.secrets import ParameterHeaders
+from tests.contract.test_store_contract import USER, start
 from tests.support.aws_env import use_fake_aws
 from tests.support.mcp import HttpMcp, closed_port_url, http_mcp, stdio_mcp
 from tests.unit.loop.support import call, collect, model, text_step, tool_step
@@ -313,3 +316,35 @@ def test_the_toolset_module_reads_stepline_mcp_servers(
 def test_a_bad_server_document_names_what_is_wrong(value: str, message: str) -> None:
     with pytest.raises(McpConfigError, match=message.replace("(", r"\(")):
         from_env({"STEPLINE_MCP_SERVERS": value})
+
+
+# -- the exactly-once claim: a redone step does not call the server again --------------------------------------
+
+
+def test_a_redone_step_reuses_the_mcp_outcome_and_an_interrupted_call_is_not_rerun(tmp_path: Path) -> None:
+    count = tmp_path / "count"
+    store = MemoryStore()
+    start(store)
+    with http_mcp(count) as server:
+        toolset = McpToolset([http(server.url, allowedTools=["delete_row"])])
+
+        def step(token: str, call_id: str) -> list[sp.TextStreamPart]:
+            guard = StoreToolGuard(store, user_id=USER, run_id="r1", claim_token=token, now=lambda: 1_100)
+            scripted = model(tool_step(call(call_id, "delete_row", '{"row": 1}')))
+
+            async def go() -> list[sp.TextStreamPart]:
+                return await collect(stream_text(model=scripted, prompt="go", tools=toolset, tool_guard=guard))
+
+            return asyncio.run(go())
+
+        first = step("attempt-1", "c1")
+        again = step("attempt-2", "c1")  # the same step redone (a retried Lambda invocation)
+        assert count.read_text() == "1", "the non-idempotent tool ran once"
+        assert [p.output for p in first + again if isinstance(p, sp.ToolResult)] == [{"result": "row 1 deleted"}] * 2
+        # A crash after the call started leaves it running: the retry says so and does not call again.
+        store.claim_tool_call(USER, "r1", "c2", tool_name="delete_row", input={}, step_index=0, claim_token="x", now=1)
+        store.start_tool_call(USER, "r1", "c2", claim_token="x", now=2)
+        interrupted = step("attempt-3", "c2")
+        (error,) = [p for p in interrupted if isinstance(p, sp.ToolError)]
+        assert "was interrupted after it started; it is not run again" in str(error.error)
+        assert count.read_text() == "1"
