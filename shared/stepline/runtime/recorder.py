@@ -43,7 +43,8 @@ class RunRecorder:
         self._store = store
         self._run = run
         self._now = now
-        self._mapper = UIChunkMapper(UIStreamOptions(response_message_id=run.assistant_message_id))
+        # Sources are sent (the SDK's `sendSources`): a search's source-url parts are what the UI lists.
+        self._mapper = UIChunkMapper(UIStreamOptions(response_message_id=run.assistant_message_id, send_sources=True))
         self._batcher = EventBatcher(window=window, clock=monotonic)
         self._reducer = UIMessageReducer(
             {"id": message.message_id, "role": "assistant", "parts": message.parts, "metadata": message.metadata}
