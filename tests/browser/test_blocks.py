@@ -124,7 +124,6 @@ def test_file_parts_open_in_previews_and_keep_a_download(ui: Ui) -> None:
     download = dialog.get_by_test_id("preview-download")
     assert str(download.get_attribute("href")).startswith("data:image/png;base64,")
     assert download.get_attribute("target") is None
-    ui.screenshot("image-preview")
     dialog.get_by_test_id("preview-close").click()
     expect(dialog).to_have_count(0)
 
@@ -132,6 +131,7 @@ def test_file_parts_open_in_previews_and_keep_a_download(ui: Ui) -> None:
     expect(dialog).to_have_attribute("data-preview-kind", "markdown")
     expect(dialog.get_by_test_id("preview-markdown").locator("h1")).to_have_text("Findings")
     expect(dialog.get_by_test_id("preview-markdown").locator("em")).to_have_text("serverless")
+    ui.screenshot("file-preview")
     ui.page.keyboard.press("Escape")
     expect(dialog).to_have_count(0)
 

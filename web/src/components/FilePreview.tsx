@@ -118,7 +118,7 @@ export function PreviewDialog({ file, onClose }: { file: PreviewFile; onClose: (
       <header className="preview-head">
         <Icon name={kind === 'image' ? 'image' : 'file'} />
         <span className="preview-title">{file.title}</span>
-        {file.mediaType && <span className="muted">{file.mediaType}</span>}
+        {file.mediaType && file.mediaType !== file.title && <span className="muted">{file.mediaType}</span>}
         <a className="button" href={file.url} download={file.filename ?? file.title} data-testid="preview-download">
           <Icon name="download" /> Download
         </a>

@@ -227,7 +227,7 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
               <PreviewLink className="artifact-card" testId="artifact-card" file={{ url: a.url, title: a.title, mediaType: a.mediaType }}>
                 <Icon name="download" />
                 <span className="artifact-title">{a.title}</span>
-                {a.mediaType && <span className="muted">{a.mediaType}</span>}
+                {a.mediaType && a.mediaType !== a.title && <span className="muted">{a.mediaType}</span>}
               </PreviewLink>
               {a.toolCallId && (
                 <button
