@@ -8,6 +8,13 @@ Prompts and what they play:
 - "artifact": write_file (needs approval), save_artifact, then a short answer;
 - "write": write_file (needs approval), then a short answer;
 - "ask": ask_user_question (a client-side tool), then a short answer;
+- "search the web": a provider-executed `web_search` (its output lists two URLs) and three
+  source-url parts after it (one URL of the output again, one twice), then an answer;
+- "run the code" / "broken code": a provider-executed `code_interpreter` that prints / fails;
+- "cite sources": source-url parts with a URL twice and a source-document, then an answer;
+- "make files": generated file parts (an image, Markdown, a PDF), then an answer;
+- "custom event": a `custom` part, then an answer;
+- "two approvals": two write_file calls in one step (both need approval), then an answer;
 - anything else: reasoning and a short Markdown answer.
 """
 
@@ -56,6 +63,55 @@ def tool(call_id: str, name: str, arguments: dict[str, Any]) -> list[dict[str, A
     ]
 
 
+def provider_tool(
+    call_id: str, name: str, arguments: dict[str, Any], result: Any, *, error: bool = False
+) -> list[dict[str, Any]]:
+    """A tool the provider runs (web search, code execution): its call and its result, in the model's stream."""
+    encoded = json.dumps(arguments)
+    flags = {"providerExecuted": True, "dynamic": True}
+    outcome: dict[str, Any] = {"type": "tool-result", "toolCallId": call_id, "toolName": name, "result": result}
+    if error:
+        outcome["isError"] = True
+    return [
+        {"type": "tool-input-start", "id": call_id, "toolName": name, **flags},
+        {"type": "tool-input-delta", "id": call_id, "delta": encoded},
+        {"type": "tool-input-end", "id": call_id},
+        {"type": "tool-call", "toolCallId": call_id, "toolName": name, "input": encoded, **flags},
+        outcome,
+    ]
+
+
+def source(source_id: str, url: str, title: str) -> dict[str, Any]:
+    return {"type": "source", "sourceType": "url", "id": source_id, "url": url, "title": title}
+
+
+SEARCH_OUTPUT_URLS = ["https://example.com/stepline-news", "https://example.org/durable-agents"]
+SEARCH_SOURCE_URLS = [
+    "https://example.org/durable-agents",
+    "https://example.net/step-functions",
+    "https://example.net/step-functions",
+]
+SEARCH_URLS = [
+    "https://example.com/stepline-news",
+    "https://example.org/durable-agents",
+    "https://example.net/step-functions",
+]
+"""What the WebSearchBlock shows: the output's URLs, then the sources', each URL once."""
+CITED_URLS = ["https://example.com/a", "https://example.com/b", "https://example.com/a"]
+PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+NOTES_MD = "# Findings\n\n- durable\n- *serverless*\n"
+TINY_PDF = (
+    "%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj "
+    "3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 100]>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
+)
+
+
+def _b64(text: str) -> str:
+    import base64
+
+    return base64.b64encode(text.encode()).decode()
+
+
 def flood_text() -> str:
     return "".join(flood_deltas())
 
@@ -70,6 +126,101 @@ def slow_deltas() -> list[str]:
 
 BOOK_SCRIPTS: dict[str, Any] = {
     "scripts": [
+        {
+            "name": "search",
+            "match": ["search the web"],
+            "steps": [
+                step(
+                    provider_tool(
+                        "ws-1",
+                        "web_search",
+                        {"query": "durable AI agents on AWS"},
+                        {"results": [{"url": u, "title": f"Result {i}"} for i, u in enumerate(SEARCH_OUTPUT_URLS)]},
+                    )
+                    + [source(f"src-{i}", u, f"Source {i}") for i, u in enumerate(SEARCH_SOURCE_URLS)]
+                    + text(["Three sources agree: ", "durable agents run well on Step Functions."])
+                )
+            ],
+        },
+        {
+            "name": "code",
+            "match": ["run the code"],
+            "steps": [
+                step(
+                    provider_tool(
+                        "ci-1", "code_interpreter", {"language": "python", "code": "print(sum(range(1, 101)))"}, "5050"
+                    )
+                    + text(["The sum is 5050."])
+                )
+            ],
+        },
+        {
+            "name": "broken-code",
+            "match": ["broken code"],
+            "steps": [
+                step(
+                    provider_tool(
+                        "ci-2",
+                        "code_interpreter",
+                        {"language": "python", "code": "print(undefined_name)"},
+                        "NameError: name 'undefined_name' is not defined",
+                        error=True,
+                    )
+                    + text(["The code failed."])
+                )
+            ],
+        },
+        {
+            "name": "cite",
+            "match": ["cite sources"],
+            "steps": [
+                step(
+                    [source(f"c-{i}", u, f"Page {i}") for i, u in enumerate(CITED_URLS)]
+                    + [
+                        {
+                            "type": "source",
+                            "sourceType": "document",
+                            "id": "d-1",
+                            "title": "Handbook",
+                            "mediaType": "application/pdf",
+                            "filename": "handbook.pdf",
+                        }
+                    ]
+                    + text(["Cited."])
+                )
+            ],
+        },
+        {
+            "name": "files",
+            "match": ["make files"],
+            "steps": [
+                step(
+                    [
+                        {"type": "file", "mediaType": "image/png", "data": PIXEL_PNG},
+                        {"type": "file", "mediaType": "text/markdown", "data": _b64(NOTES_MD)},
+                        {"type": "file", "mediaType": "application/pdf", "data": _b64(TINY_PDF)},
+                    ]
+                    + text(["Here are the files."])
+                )
+            ],
+        },
+        {
+            "name": "custom",
+            "match": ["custom event"],
+            "steps": [step([{"type": "custom", "kind": "acme.progress"}] + text(["After the custom event."]))],
+        },
+        {
+            "name": "two-approvals",
+            "match": ["two approvals"],
+            "steps": [
+                step(
+                    tool("call-w1", "write_file", {"path": "notes/one.md", "content": "one\n"})
+                    + tool("call-w2", "write_file", {"path": "notes/two.md", "content": "two\n"}),
+                    finish="tool-calls",
+                ),
+                step(text(["Both decided."])),
+            ],
+        },
         {"name": "flood", "match": ["flood"], "steps": [step(text(flood_deltas()))]},
         {
             "name": "fail",

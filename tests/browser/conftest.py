@@ -139,12 +139,11 @@ def make_ui(browser: Browser, stack: Stack, viewport: dict[str, int] | None = No
     console = Console()
     page.on("console", console.add)
     page.on("pageerror", lambda error: console.messages.append(f"pageerror: {error}"))
-    # No request may leave the page's origin (no CDN, no web font).
+    # No request may leave the page's origin (no CDN, no web font). The page's own blob: URLs and
+    # what Chromium's built-in PDF viewer loads from itself (chrome://, chrome-extension://) stay local.
     outside: list[str] = []
-    page.on(
-        "request",
-        lambda r: None if r.url.startswith(stack.proxy.url) or r.url.startswith("data:") else outside.append(r.url),
-    )
+    local = (stack.proxy.url, "data:", f"blob:{stack.proxy.url}", "chrome://", "chrome-extension://")
+    page.on("request", lambda r: None if r.url.startswith(local) else outside.append(r.url))
     stack.proxy.faults.__init__()  # type: ignore[misc]
     stack.proxy.requests.clear()  # each test reads the requests of its own page
     yield Ui(page, console, stack)

@@ -151,7 +151,7 @@ def test_deny(ui: Ui) -> None:
     assert_clean_console(ui)
 
 
-def test_an_artifact_is_offered_once_with_a_download_link(ui: Ui) -> None:
+def test_an_artifact_is_offered_once_and_opens_in_a_preview_with_a_download_button(ui: Ui) -> None:
     ui.open()
     ui.send("save an artifact")
     last_assistant(ui).get_by_test_id("approval-card").get_by_role("button", name="Approve").click()
@@ -159,14 +159,22 @@ def test_an_artifact_is_offered_once_with_a_download_link(ui: Ui) -> None:
     cards = last_assistant(ui).get_by_test_id("artifact-card")
     expect(cards).to_have_count(1)
     expect(cards).to_contain_text("Hello")
-    href = str(cards.get_attribute("href"))
+    # A Markdown artifact opens in a preview on this page (no tab that flashes open to download it).
+    cards.click()
+    dialog = ui.page.get_by_test_id("preview-dialog")
+    expect(dialog).to_have_attribute("data-preview-kind", "markdown")
+    expect(dialog.get_by_test_id("preview-markdown").locator("h1")).to_have_text("Hello artifact")
+    href = str(dialog.get_by_test_id("preview-download").get_attribute("href"))
     assert href.startswith("/api/artifacts/")
     download = ui.page.request.get(ui.stack.proxy.url + href)
     assert download.status == 200 and download.text() == "# Hello artifact\n"
+    assert len(ui.page.context.pages) == 1
+    dialog.get_by_test_id("preview-close").click()
+    expect(dialog).to_have_count(0)
     open_trace(ui)
     saved = last_assistant(ui).locator("[data-tool-name=save_artifact]")
     expect(saved).to_have_attribute("data-tool-state", "output-available")
-    expect(saved.get_by_test_id("artifact-link")).to_have_attribute("href", href)
+    expect(saved.get_by_test_id("artifact-link")).to_have_attribute("data-preview", "markdown")
     assert_clean_console(ui)
 
 

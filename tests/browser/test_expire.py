@@ -1,15 +1,24 @@
-"""An approval nobody answers expires on the server, and the UI shows it (its own server: the
-approval timeout is 2 s; one dev server at a time per process, moto's state is global)."""
+"""An approval nobody answers expires on the server, and the UI shows it; a decision that comes
+too late reads expired, never approved (its own server: the approval
+timeout is 2 s; one dev server at a time per process, moto's state is global)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Route, expect
 
 from tests.browser.conftest import Stack, Ui, make_ui
-from tests.browser.test_chat_ui import assert_clean_console, assert_settled, last_assistant, open_trace
+from tests.browser.test_chat_ui import (
+    RESOURCE_ERROR,
+    assert_clean_console,
+    assert_settled,
+    last_assistant,
+    open_trace,
+    trace,
+)
 
 
 @pytest.fixture
@@ -32,3 +41,39 @@ def test_an_unanswered_approval_expires(expiring_ui: Ui) -> None:
     tool = [p for p in ui.stored()["messages"][-1]["parts"] if p["type"] == "tool-write_file"][0]
     assert tool["state"] == "output-denied" and tool["approval"]["reason"] == "approval expired"
     assert_clean_console(ui)
+
+
+def _idle_on_the_server(ui: Ui, chat_id: str) -> None:
+    """Wait until the server expired the approval and finished the run (the page is not told)."""
+    deadline = time.monotonic() + 20
+    with ui.stack.server.client() as http:
+        while http.get(f"/api/conversations/{chat_id}").json()["status"] != "idle":
+            assert time.monotonic() < deadline, "the run did not end after the approval expired"
+            time.sleep(0.1)
+
+
+def test_a_decision_that_comes_too_late_says_expired_never_approved(expiring_ui: Ui) -> None:
+    ui = expiring_ui
+    ui.open()
+    ui.send("write a note")
+    card = last_assistant(ui).get_by_test_id("approval-card")
+    expect(card).to_have_attribute("data-approval-state", "requested")
+    expect(ui.page.get_by_test_id("chat")).to_have_attribute("data-chat-status", "ready")
+    chat_id = ui.chat_id
+    # The page hears nothing new (its polls and a resume are held) while the server expires the
+    # approval and ends the run; then the user approves: too late.
+    held: list[Route] = []
+    ui.page.route("**/api/conversations?*", lambda route: held.append(route))
+    ui.page.route("**/api/chat/*/stream", lambda route: held.append(route))
+    ui.page.reload()
+    expect(card).to_have_attribute("data-approval-state", "requested")
+    _idle_on_the_server(ui, chat_id)
+    card.get_by_role("button", name="Approve").click()
+    expect(trace(ui)).to_have_attribute("data-trace-state", "complete")  # the page read the stored turn again
+    open_trace(ui)
+    expect(card).to_have_attribute("data-approval-state", "expired")
+    expect(card.get_by_role("button", name="Approve")).to_have_count(0)
+    expect(trace(ui).get_by_test_id("trace-expired")).to_have_text("1 expired")
+    decisions = [r for r in ui.stack.proxy.requests if r[1] == "/api/chat" or r[1].startswith("/api/approvals/")]
+    assert len(decisions) == 2, decisions  # the send, then the late decision (answered with the rest of the run)
+    assert_clean_console(ui, RESOURCE_ERROR)

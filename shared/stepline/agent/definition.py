@@ -27,7 +27,18 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, InstanceOf, JsonValue, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    InstanceOf,
+    JsonValue,
+    PrivateAttr,
+    SkipValidation,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ..errors import StepLineError
 from ..llm.base import LanguageModel, ToolChoice
@@ -97,8 +108,10 @@ class Agent(BaseModel):
     description: str | None = None
     model: Any = None
     instructions: Any = None
-    tools: tuple[InstanceOf[Tool], ...] = ()
-    tool_approval: Mapping[str, ApprovalSetting | ApprovalPolicy] | ApprovalPolicy | None = None
+    tools: SkipValidation[Sequence[Tool]] = ()
+    """Checked by `_valid_tools`: a list becomes a tuple; a live toolset (an MCP toolset, whose tools
+    are listed when a step first needs them) is kept as it is."""
+    tool_approval: SkipValidation[Mapping[str, ApprovalSetting | ApprovalPolicy] | ApprovalPolicy | None] = None
     tool_choice: ToolChoice | None = None
     active_tools: tuple[str, ...] | None = None
     tool_order: tuple[str, ...] | None = None
@@ -162,6 +175,25 @@ class Agent(BaseModel):
             return value
         raise ValueError("must be 'provider:model-id' (such as openai:gpt-5.1) or a LanguageModel")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _valid_tools(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        settings = cast(dict[str, Any], data)
+        tools: Any = settings.get("tools", ())
+        if isinstance(tools, list | tuple):
+            kinds = {type(t).__name__ for t in cast(Sequence[Any], tools) if not isinstance(t, Tool)}
+            if kinds:
+                raise ValueError(f"tools: expected tools (@tool or tool(...)), got {', '.join(sorted(kinds))}")
+            settings["tools"] = tuple(cast(Sequence[Tool], tools))
+        elif not isinstance(tools, Sequence):
+            raise ValueError("tools: expected a list of tools or a toolset")
+        approval: Any = settings.get("tool_approval")
+        if not (approval is None or callable(approval) or isinstance(approval, Mapping)):
+            raise ValueError("tool_approval: expected a mapping of tool names, or a policy function")
+        return settings
+
     @field_validator("instructions")
     @classmethod
     def _valid_instructions(cls, value: Any) -> Any:
@@ -172,6 +204,8 @@ class Agent(BaseModel):
         raise ValueError("must be a string, a SystemModelMessage, a list of them, or a function of the run context")
 
     def model_post_init(self, context: Any, /) -> None:
+        if not isinstance(self.tools, tuple):
+            return  # a live toolset: its names are known once it is listed (the loop checks them per step)
         names = [t.name for t in self.tools]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:

@@ -19,7 +19,8 @@ Configuration is read from the environment:
     STEPLINE_MODEL       openai:<model> | anthropic:<model> | scripted:<file.json>, for agents that
                          name no model (default: the scripted demo book; the providers' own
                          variables, such as OPENAI_API_KEY and ANTHROPIC_API_KEY, give the keys)
-    STEPLINE_TOOLS       the default agent's tools: a module exposing TOOLS (default: stepline.tools.workspace)
+    STEPLINE_TOOLS       the default agent's tools: a module exposing TOOLS (default: stepline.tools.workspace;
+                         stepline.tools.mcp: the MCP servers of STEPLINE_MCP_SERVERS, docs/tools.md)
     STEPLINE_DEV_TOKENS  token:user,token2:user2 (default: one local user, no token needed)
     STEPLINE_OIDC_ISSUER, STEPLINE_OIDC_CLIENT_ID   sign in with a real OIDC provider instead: bearer
                          tokens are its ID tokens, checked against its keys; /config.json tells the UI

@@ -56,7 +56,8 @@ class RunRecorder:
         """Called with the last seq after each append: the streams that follow the run read it now."""
         self._run = run
         self._now = now
-        self._mapper = UIChunkMapper(UIStreamOptions(response_message_id=run.assistant_message_id))
+        # Sources are sent (the SDK's `sendSources`): a search's source-url parts are what the UI lists.
+        self._mapper = UIChunkMapper(UIStreamOptions(response_message_id=run.assistant_message_id, send_sources=True))
         self._batcher = EventBatcher(window=window, clock=monotonic)
         self._monotonic = monotonic
         self._reducer = UIMessageReducer(

@@ -4,6 +4,7 @@
 import type { UIMessage } from 'ai';
 import { useEffect, useRef, useState, type ReactNode } from 'react';
 import {
+  EXPIRED_REASON,
   artifactsOf,
   formatDuration,
   layoutOf,
@@ -13,9 +14,11 @@ import {
   type MessageContext,
   type TraceFacts,
   type TraceState,
+  type ToolCall,
 } from '../model';
 import type { ChatSession } from '../session';
 import { ErrorBoundary } from './ErrorBoundary';
+import { PreviewLink } from './FilePreview';
 import { Icon, Spinner } from './Icon';
 import { Markdown } from './Markdown';
 import { renderTraceParts, type PartContext } from './Parts';
@@ -61,17 +64,53 @@ function headerLabel(facts: TraceFacts, elapsed: string | undefined): string {
   }
 }
 
+/** How the run's approvals were decided, so a collapsed trace tells an approved tool from a denied one. */
+export interface Decisions {
+  approved: number;
+  denied: number;
+  expired: number;
+}
+
+export function decisionsOf(tools: ToolCall[], refused: (approvalId: string) => boolean = () => false): Decisions {
+  const decisions: Decisions = { approved: 0, denied: 0, expired: 0 };
+  for (const tool of tools) {
+    if (!tool.approval || refused(tool.approval.id)) continue; // the server did not take this page's decision
+    const denied = tool.state === 'output-denied' || tool.approval.approved === false;
+    if (denied) decisions[tool.approval.reason === EXPIRED_REASON ? 'expired' : 'denied'] += 1;
+    else if (tool.approval.approved === true || tool.state === 'output-available' || tool.state === 'output-error') decisions.approved += 1;
+  }
+  return decisions;
+}
+
+function DecisionBadges({ decisions }: { decisions: Decisions }) {
+  const shown = (['approved', 'denied', 'expired'] as const).filter(k => decisions[k] > 0);
+  if (shown.length === 0) return null;
+  const tone = { approved: 'ok', denied: 'bad', expired: 'muted' } as const;
+  const icon = { approved: 'check', denied: 'x', expired: 'clock' } as const;
+  return (
+    <span className="trace-decisions" data-testid="trace-decisions">
+      {shown.map(kind => (
+        <span key={kind} className={`badge tone-${tone[kind]}`} data-testid={`trace-${kind}`}>
+          <Icon name={icon[kind]} /> {decisions[kind]} {kind}
+        </span>
+      ))}
+    </span>
+  );
+}
+
 export function ExecutionTrace({
   facts,
   startedAt,
   endedAt,
   stepCount,
+  decisions,
   children,
 }: {
   facts: TraceFacts;
   startedAt?: number;
   endedAt?: number;
   stepCount: number;
+  decisions?: Decisions;
   children: ReactNode;
 }) {
   const active = facts.state === 'running' || facts.state === 'waiting';
@@ -99,6 +138,7 @@ export function ExecutionTrace({
           {label}
         </span>
         {stepCount > 0 && <span className="muted trace-count">{stepCount} {stepCount === 1 ? 'tool' : 'tools'}</span>}
+        {!active && decisions && <DecisionBadges decisions={decisions} />}
         {!active && <Icon name="chevron" className={open ? 'chevron open' : 'chevron'} />}
       </button>
       {open && <div className="trace-body">{children}</div>}
@@ -145,7 +185,8 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
       {node}
     </ErrorBoundary>
   );
-  const steps = layout.trace.filter(t => toolCallOf(t.part) !== null).length;
+  const tools = layout.trace.map(t => toolCallOf(t.part)).filter((t): t is ToolCall => t !== null);
+  const steps = tools.length;
   return (
     <article
       className="message assistant"
@@ -155,7 +196,7 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
       data-state={facts.state}
     >
       {showTrace && (
-        <ExecutionTrace facts={facts} startedAt={metadata.startedAt} endedAt={endedAt} stepCount={steps}>
+        <ExecutionTrace facts={facts} startedAt={metadata.startedAt} endedAt={endedAt} stepCount={steps} decisions={decisionsOf(tools, id => ['expired', 'conflict', 'not-found'].includes(session.overlays.get(id)?.phase ?? ''))}>
           {renderTraceParts(layout.trace, ctx, wrap)}
           {layout.trace.length === 0 && (
             <p className="muted">
@@ -182,25 +223,22 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
       {artifacts.length > 0 && (
         <div className="artifacts" data-testid="artifacts">
           {artifacts.map(a => (
-            <a key={a.key} className="artifact-card" href={a.url} target="_blank" rel="noopener noreferrer" data-testid="artifact-card">
-              <Icon name="download" />
-              <span className="artifact-title">{a.title}</span>
-              {a.mediaType && <span className="muted">{a.mediaType}</span>}
+            <span key={a.key} className="artifact-item">
+              <PreviewLink className="artifact-card" testId="artifact-card" file={{ url: a.url, title: a.title, mediaType: a.mediaType }}>
+                <Icon name="download" />
+                <span className="artifact-title">{a.title}</span>
+                {a.mediaType && a.mediaType !== a.title && <span className="muted">{a.mediaType}</span>}
+              </PreviewLink>
               {a.toolCallId && (
-                <span
-                  className="artifact-source"
-                  role="link"
-                  tabIndex={0}
-                  onClick={e => {
-                    e.preventDefault();
-                    document.getElementById(`tool-${a.toolCallId}`)?.scrollIntoView({ block: 'center' });
-                  }}
-                  onKeyDown={() => undefined}
+                <button
+                  type="button"
+                  className="link artifact-source"
+                  onClick={() => document.getElementById(`tool-${a.toolCallId}`)?.scrollIntoView({ block: 'center' })}
                 >
                   step
-                </span>
+                </button>
               )}
-            </a>
+            </span>
           ))}
         </div>
       )}
@@ -238,9 +276,9 @@ export function UserMessage({ message }: { message: UIMessage }) {
             {part.text}
           </div>
         ) : part.type === 'file' ? (
-          <a key={i} href={part.url} target="_blank" rel="noopener noreferrer">
+          <PreviewLink key={i} file={{ url: part.url, title: part.filename ?? part.mediaType, mediaType: part.mediaType, filename: part.filename }}>
             {part.filename ?? part.mediaType}
-          </a>
+          </PreviewLink>
         ) : null,
       )}
     </article>

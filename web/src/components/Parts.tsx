@@ -1,6 +1,7 @@
 // The blocks of the execution trace, one per part, chosen by part type and tool (spec 000's table):
-// ThinkingBlock, ToolCallBlock (the generic fallback) with dedicated bodies for the default tools,
-// ToolApprovalCard, QuestionCard, SourceList, FileCard and ProcessPartFallback.
+// ThinkingBlock, WebSearchBlock, CodeInterpreterBlock, ToolCallBlock (the generic fallback) with
+// dedicated bodies for the default tools, ToolApprovalCard, QuestionCard, SourceList, FileCard and
+// ProcessPartFallback.
 import { useState, type ReactNode } from 'react';
 import {
   EXPIRED_REASON,
@@ -12,8 +13,11 @@ import {
   type ToolCall,
 } from '../model';
 import type { ChatSession } from '../session';
+import { CODE_INTERPRETER_TOOL, CodeInterpreterBlock } from './CodeInterpreterBlock';
+import { PreviewLink } from './FilePreview';
 import { Icon, Spinner } from './Icon';
 import { Markdown } from './Markdown';
+import { WEB_SEARCH_TOOL, WebSearchBlock } from './WebSearchBlock';
 
 export interface PartContext {
   session: ChatSession;
@@ -136,8 +140,27 @@ function ToolDetails({ tool }: { tool: ToolCall }) {
   );
 }
 
+type SourceUrl = Extract<Part, { type: 'source-url' }>;
+
+/** A dedicated block (web search, code interpreter) with the approval card a tool may carry. */
+function DedicatedToolBlock({ tool, ctx, sources }: { tool: ToolCall; ctx: PartContext; sources: SourceUrl[] }) {
+  const base = toolStatus(tool, ctx.readOnly);
+  const status = { ...base, spin: base.tone === 'active' && !ctx.readOnly && ctx.live };
+  return (
+    <>
+      {tool.name === WEB_SEARCH_TOOL ? (
+        <WebSearchBlock tool={tool} sources={sources} status={status} />
+      ) : (
+        <CodeInterpreterBlock tool={tool} status={status} />
+      )}
+      {tool.approval && <ToolApprovalCard tool={tool} ctx={ctx} />}
+    </>
+  );
+}
+
 export function ToolCallBlock({ tool, ctx }: { tool: ToolCall; ctx: PartContext }) {
   if (tool.name === QUESTION_TOOL) return <QuestionCard tool={tool} ctx={ctx} />;
+  if (tool.name === WEB_SEARCH_TOOL || tool.name === CODE_INTERPRETER_TOOL) return <DedicatedToolBlock tool={tool} ctx={ctx} sources={[]} />;
   const status = toolStatus(tool, ctx.readOnly);
   const known = tool.name in TOOL_ICONS;
   const output = tool.output as Record<string, unknown> | undefined;
@@ -174,9 +197,18 @@ export function ToolCallBlock({ tool, ctx }: { tool: ToolCall; ctx: PartContext 
         </div>
       )}
       {artifact && (
-        <a className="artifact-inline" href={String(artifact.url)} target="_blank" rel="noopener noreferrer" data-testid="artifact-link">
+        <PreviewLink
+          className="artifact-inline"
+          testId="artifact-link"
+          file={{
+            url: String(artifact.url),
+            title: String(artifact.title ?? artifact.url),
+            mediaType: typeof artifact.mediaType === 'string' ? artifact.mediaType : undefined,
+            filename: typeof artifact.filename === 'string' ? artifact.filename : undefined,
+          }}
+        >
           <Icon name="download" /> {String(artifact.title ?? artifact.url)}
-        </a>
+        </PreviewLink>
       )}
       {tool.approval && <ToolApprovalCard tool={tool} ctx={ctx} />}
     </div>
@@ -204,15 +236,17 @@ function approvalView(tool: ToolCall, ctx: PartContext): { view: ApprovalView; r
       ? { view: 'expired', pending: false }
       : { view: 'denied', reason: approval.reason, pending: false };
   }
+  if (overlay && (overlay.phase === 'expired' || overlay.phase === 'conflict' || overlay.phase === 'not-found')) {
+    // The server refused this page's decision (the continuation or the webhook answered 410/409/404):
+    // that, not the decision the page applied locally, is what the card says.
+    return { view: overlay.phase, pending: false };
+  }
   if (tool.state !== 'approval-requested') {
     // approval-responded (approved), or the tool ran: approved. Sending is shown until the server took it.
     return { view: 'approved', reason: approval.reason, pending: overlay?.phase === 'submitting' };
   }
   if (overlay?.phase === 'accepted') return { view: overlay.approved ? 'approved' : 'denied', reason: overlay.reason, pending: true };
   if (overlay?.phase === 'submitting') return { view: 'submitting', pending: true };
-  if (overlay && (overlay.phase === 'expired' || overlay.phase === 'conflict' || overlay.phase === 'not-found')) {
-    return { view: overlay.phase, pending: false };
-  }
   if (ctx.readOnly) return { view: 'not-answered', pending: false };
   return { view: 'requested', pending: false };
 }
@@ -370,12 +404,13 @@ export function SourceList({ parts }: { parts: SourcePart[] }) {
 
 export function FileCard({ url, mediaType, filename }: { url: string; mediaType: string; filename?: string }) {
   const image = mediaType.startsWith('image/') && (url.startsWith('data:') || url.startsWith('/'));
+  const file = { url, mediaType, filename, title: filename ?? mediaType };
   return (
-    <div className="block file-card" data-testid="file-card">
-      {image ? <img src={url} alt={filename ?? 'image'} /> : <Icon name="file" />}
-      <a href={url} target="_blank" rel="noopener noreferrer" download={filename}>
-        {filename ?? mediaType}
-      </a>
+    <div className="block file-card" data-testid="file-card" data-media-type={mediaType}>
+      <PreviewLink file={file} testId="file-open">
+        {image ? <img src={url} alt={filename ?? 'image'} /> : <Icon name="file" />}
+        <span>{filename ?? mediaType}</span>
+      </PreviewLink>
     </div>
   );
 }
@@ -423,7 +458,15 @@ export function renderTraceParts(parts: { part: Part; index: number }[], ctx: Pa
       continue;
     }
     const tool = toolCallOf(part);
-    if (tool) {
+    if (tool && (tool.name === WEB_SEARCH_TOOL || tool.name === CODE_INTERPRETER_TOOL)) {
+      // A search's result is also the source-url parts right after it: they are its URLs, not a list of their own.
+      const sources: SourceUrl[] = [];
+      while (tool.name === WEB_SEARCH_TOOL && i + 1 < parts.length && parts[i + 1].part.type === 'source-url') {
+        sources.push(parts[i + 1].part as SourceUrl);
+        i++;
+      }
+      out.push(wrap(key, <DedicatedToolBlock tool={tool} ctx={ctx} sources={sources} />, part));
+    } else if (tool) {
       out.push(wrap(key, <ToolCallBlock tool={tool} ctx={ctx} />, part));
     } else if (part.type === 'reasoning') {
       out.push(wrap(key, <ThinkingBlock part={part} live={ctx.live} />, part));
