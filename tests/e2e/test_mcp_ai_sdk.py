@@ -80,7 +80,9 @@ def server(tmp_path_factory: pytest.TempPathFactory, count_file: Path) -> Iterat
         }
         patch.setenv("STEPLINE_MCP_SERVERS", json.dumps(servers))
         with running(config(model, STEPLINE_TOOLS="stepline.tools.mcp")) as started:
-            listed = [t.name for t in started.server.backend.services.tools]  # the first step would list them
+            listed = [
+                t.name for t in started.server.backend.services.agent_set.default.tools
+            ]  # the first step would list them
             assert listed == ["calc_add", "calc_delete_row", "flaky_echo"]
             flaky.stop()  # listed while up; down for every call from here on
             yield started

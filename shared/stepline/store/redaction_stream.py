@@ -39,6 +39,43 @@ __all__ = ["DeltaMasker", "JsonMasker", "ShapeMasker"]
 _TOKEN_CHARS: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.~+/=")
 """The characters a credential the `Redactor` knows by shape can be made of."""
 _BEARER_TAIL: Final = re.compile(r"\bBearer\s+\Z", re.IGNORECASE)
+_WORD: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_STARTS: Final = (("sk-", frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")),)
+_AWS_STARTS: Final = ("AKIA", "ASIA")
+_AWS_CHARS: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+def _could_begin_a_credential(tail: str, index: int) -> bool:
+    """Whether the token characters of `tail` from `index` are, or may grow into, a known credential.
+
+    The shapes the `Redactor` masks: `sk-…`, `AKIA…`/`ASIA…`, or the `Bearer` before a token.
+    """
+    rest = tail[index : index + 7]
+    if len(tail) - index <= 6 and (
+        any(start.startswith(rest) for start in ("sk-", *_AWS_STARTS)) or "bearer".startswith(rest.lower())
+    ):
+        return True
+    if tail.startswith("sk-", index):
+        return all(c in _STARTS[0][1] for c in tail[index + 3 :])
+    if tail.startswith(_AWS_STARTS, index):
+        return all(c in _AWS_CHARS for c in tail[index + 4 :])
+    return False
+
+
+def _held_from(tail: str) -> int:
+    """Where, in a trailing run of token characters, a credential could begin (`len(tail)`: nowhere).
+
+    A credential starts at a word boundary, so only the run's start and the places after a
+    non-word character (`.`, `-`, `/`, …) are candidates; text before the first candidate that
+    could still grow into one is certain, and is sent at once (a first delta is not held back
+    for nothing: a word such as `Hi` cannot become a key).
+    """
+    for index in range(len(tail)):
+        if (index == 0 or tail[index - 1] not in _WORD) and _could_begin_a_credential(tail, index):
+            return index
+    return len(tail)
+
+
 _BEARER_WINDOW: Final = 64
 _LONGEST_HELD: Final = 4096
 """A run of token characters longer than this is let through (masked as it stands)."""
@@ -64,6 +101,8 @@ class ShapeMasker:
         bearer = _BEARER_TAIL.search(text[window:start])
         if bearer is not None:
             start = window + bearer.start()
+        else:
+            start += _held_from(text[start:])
         if len(text) - start > _LONGEST_HELD:
             start = len(text)
         self._held = text[start:]

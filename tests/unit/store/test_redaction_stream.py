@@ -37,11 +37,21 @@ def test_a_secret_split_anywhere_is_masked_as_the_whole_text_would_be(size: int)
     assert KEY not in shape_masked(text, size) and "abcdefgh12345678" not in shape_masked(text, size)
 
 
-def test_plain_text_streams_at_most_one_word_late() -> None:
+def test_plain_text_streams_at_once_and_only_a_possible_credential_waits() -> None:
     masker = ShapeMasker(Redactor())
-    assert masker.feed("Hello wor") == "Hello "
-    assert masker.feed("ld, how") == "world, "
-    assert masker.flush() == "how"
+    assert masker.feed("Hello wor") == "Hello wor"  # no credential begins with "wor": sent at once
+    assert masker.feed("ld, s") == "ld, "  # "s" may begin "sk-…": held
+    assert masker.feed("ky is blue, AK") == "sky is blue, "
+    assert masker.feed("IAIOSFODNN7EXAMPLE.") == f"{MASK}."
+    assert masker.feed("see x.sk") == "see x."  # a boundary inside a run of token characters
+    assert masker.flush() == "sk"
+
+
+def test_a_first_delta_that_cannot_begin_a_credential_is_not_held() -> None:
+    # the leading edge of a part reaches the client at once (issue 16): "Hi" is never a key
+    masker = DeltaMasker()
+    out = masker.mask([TextDeltaChunk(id="t", delta="Hi")])
+    assert [c.to_wire() for c in out] == [{"type": "text-delta", "id": "t", "delta": "Hi"}]
 
 
 def json_masked(text: str, size: int) -> str:
@@ -79,16 +89,16 @@ def test_the_delta_masker_keeps_state_per_block_and_flushes_before_the_end() -> 
     text = "".join(c.delta for c in out if isinstance(c, TextDeltaChunk))
     tool = "".join(c.input_text_delta for c in out if isinstance(c, ToolInputDeltaChunk))
     assert text == f"key {MASK} end" and json.loads(tool) == {"password": MASK}
-    assert [c.type for c in out][-2:] == ["text-delta", "text-end"]  # the held word, then the end
+    assert [c.type for c in out][-2:] == ["tool-input-available", "text-end"]  # nothing was left held
 
 
 def test_flush_sends_what_is_held_at_a_step_boundary_and_on_demand() -> None:
     masker = DeltaMasker()
-    assert [c.to_wire() for c in masker.mask([TextDeltaChunk(id="t", delta="Sun")])] == []
+    assert [c.to_wire() for c in masker.mask([TextDeltaChunk(id="t", delta="sk-")])] == []
     out = masker.mask([FinishStepChunk()])
-    assert [c.to_wire() for c in out] == [{"type": "text-delta", "id": "t", "delta": "Sun"}, {"type": "finish-step"}]
-    masker.mask([TextDeltaChunk(id="t", delta="Half")])
-    assert [c.to_wire() for c in masker.flush()] == [{"type": "text-delta", "id": "t", "delta": "Half"}]
+    assert [c.to_wire() for c in out] == [{"type": "text-delta", "id": "t", "delta": "sk-"}, {"type": "finish-step"}]
+    masker.mask([TextDeltaChunk(id="t", delta="Bear")])
+    assert [c.to_wire() for c in masker.flush()] == [{"type": "text-delta", "id": "t", "delta": "Bear"}]
     assert masker.flush() == []
 
 
