@@ -205,7 +205,8 @@ class ScriptBook:
         json_text = dumps(choice.last_user_text)[1:-1]
         parts = [_substitute(p, choice.last_user_text, json_text) for p in step.parts]
         offered = {t.name for t in options.tools}
-        missing = sorted({p.tool_name for p in parts if isinstance(p, V4ToolCall)} - offered)
+        called = {p.tool_name for p in parts if isinstance(p, V4ToolCall) and not p.provider_executed}
+        missing = sorted(called - offered)  # a provider-executed tool (web search) is the provider's own
         if missing:  # say so, instead of a call the loop answers with AI_NoSuchToolError
             parts = _missing_tools(script.name, missing, sorted(offered))
         async with aclosing(play_step(step, provider=self.provider, parts=parts)) as played:

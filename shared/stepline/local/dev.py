@@ -34,6 +34,7 @@ by the same `STEPLINE_*` variables the Lambda functions read; see infra/README.m
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -295,7 +296,8 @@ def serve(
         out.flush()
         config = uvicorn.Config(server.app, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_SECONDS)
         logging.getLogger("uvicorn.error").addFilter(_say_streams_ended)  # after Config: it sets logging up
-        uvicorn.Server(config).run(sockets=[listener])
+        with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled: a clean stop
+            uvicorn.Server(config).run(sockets=[listener])
 
 
 def _say_streams_ended(record: logging.LogRecord) -> bool:
