@@ -124,6 +124,7 @@ def test_every_agent_setting_reaches_the_wire_on_the_durable_path(fake: FakeOpen
             body={"plan": "gold"},
         )
         run = aws.wait_run(USER, "run-settings", lambda r: r.status == "completed")
+        assert aws.wait_execution("run-settings") == "SUCCEEDED"  # FinalizeRun returned: on_end has fired
         assert aws.services.model_for(AGENT)._timeout == 12.5  # the request timeout reached the client
 
     first, second = (r.body for r in fake.requests_to(CHAT_PATH))
