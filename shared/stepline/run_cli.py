@@ -25,7 +25,7 @@ from typing import Any, TextIO
 from .agent.definition import Agent
 from .agent.loading import agents_from_env
 from .llm.base import LanguageModel
-from .llm.registry import DEMO_BOOK, resolve_model
+from .llm.registry import DEMO_BOOK, resolve_with_timeout
 from .loop.approval import ApprovalDecision
 from .loop.stream_text import StreamTextResult, stream_text
 from .protocol import stream_parts as sp
@@ -69,12 +69,8 @@ def _agent(args: argparse.Namespace, err: TextIO) -> tuple[Agent, LanguageModel]
     if not spec and agent.model is None:
         book = DEMO_BOOK.name
         err.write(f"stepline: no model configured (--model or STEPLINE_MODEL): using the scripted demo book {book}\n")
-    model = agent.language_model(_resolve, spec or f"scripted:{DEMO_BOOK}")
+    model = agent.language_model(resolve_with_timeout, spec or f"scripted:{DEMO_BOOK}")
     return agent, model
-
-
-def _resolve(spec: str, timeout: float | None) -> LanguageModel:
-    return resolve_model(spec, **({"timeout": timeout} if timeout is not None else {}))
 
 
 class _Printer:

@@ -26,7 +26,15 @@ from .base import LanguageModel, ModelCallOptions, ModelCapabilities, ModelStrea
 from .script_book import ScriptBook
 from .scripted import ScriptedModel
 
-__all__ = ["DEMO_BOOK", "DEMO_SCRIPT", "DeferredModel", "UnknownModelError", "deferred_model", "resolve_model"]
+__all__ = [
+    "DEMO_BOOK",
+    "DEMO_SCRIPT",
+    "DeferredModel",
+    "UnknownModelError",
+    "deferred_model",
+    "resolve_model",
+    "resolve_with_timeout",
+]
 
 _SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
@@ -111,6 +119,14 @@ class DeferredModel:
             from .base import close_model
 
             await close_model(self._model)
+
+
+def resolve_with_timeout(spec: str, timeout: float | None) -> LanguageModel:
+    """`resolve_model` with an agent's request timeout (None: the provider's default).
+
+    The `ModelResolver` of a host that adds no keys (`stepline dev`, `stepline run`, tests).
+    """
+    return resolve_model(spec, **({"timeout": timeout} if timeout is not None else {}))
 
 
 def deferred_model(spec: str, **options: Any) -> LanguageModel:

@@ -53,7 +53,7 @@ from ..api.app import ApiOptions, create_app
 from ..api.cors import parse_origins
 from ..api.identity import DevTokens, Identity, JwtIdentity, parse_dev_tokens
 from ..errors import StepLineError
-from ..llm.registry import DEMO_BOOK, resolve_model
+from ..llm.registry import DEMO_BOOK, resolve_with_timeout
 from ..runtime.approval_links import ApprovalLinks
 from ..runtime.notifications import MemoryNotifier
 from ..runtime.services import Services
@@ -209,7 +209,7 @@ def dev_agents(config: DevConfig) -> AgentSet:
 
 def _resolve_checked(spec: str, timeout: float | None) -> Any:
     try:
-        return resolve_model(spec, **({"timeout": timeout} if timeout is not None else {}))
+        return resolve_with_timeout(spec, timeout)
     except StepLineError as error:
         raise AgentLoadError(f"STEPLINE_MODEL={spec}: {error}") from None
 

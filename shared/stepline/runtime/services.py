@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from ..agent.definition import Agent, ModelResolver
 from ..agent.loading import AgentSet
 from ..llm.base import LanguageModel
-from ..llm.registry import DEMO_BOOK, resolve_model
+from ..llm.registry import DEMO_BOOK, resolve_with_timeout
 from ..loop.config import ApprovalSetting, LoopConfig
 from ..loop.tools import Tool
 from ..store.blobs import BlobStore
@@ -55,10 +55,6 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _resolve(spec: str, timeout: float | None) -> LanguageModel:
-    return resolve_model(spec, **({"timeout": timeout} if timeout is not None else {}))
-
-
 @dataclass(kw_only=True)
 class Services:
     """Everything the worker functions need."""
@@ -73,7 +69,7 @@ class Services:
     instructions: str | None = None
     default_model: str = DEFAULT_MODEL
     """`provider:model-id` of an agent that names no model (`STEPLINE_MODEL`)."""
-    resolve: ModelResolver = _resolve
+    resolve: ModelResolver = resolve_with_timeout
     """How a model spec becomes a model in this process (the AWS wiring adds keys from SSM)."""
     blobs: BlobStore | None = None
     """Workspace files and artifacts, for the tools (`RunContext.blobs`); None when there is no bucket."""
