@@ -21,6 +21,7 @@ does not have) raises `AgentDefinitionError` when the module is imported, naming
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import re
@@ -42,6 +43,7 @@ from pydantic import (
 
 from ..errors import StepLineError
 from ..llm.base import LanguageModel, ToolChoice
+from ..loop.approval import approval_rule
 from ..loop.callbacks import Callback, Callbacks
 from ..loop.config import (
     ApprovalPolicy,
@@ -252,13 +254,8 @@ class Agent(BaseModel):
 
     def approval_of(self, tool_name: str) -> Literal["required", "per-call", "none"]:
         """Whether a call of the tool waits for a person: always, as a policy decides, or never."""
-        policy: Any = self.tool_approval
         tool = next((t for t in self.tools if t.name == tool_name), None)
-        setting: Any = tool.approval if tool is not None else None
-        if isinstance(policy, Mapping):
-            setting = cast(Mapping[str, Any], policy).get(tool_name, setting)
-        elif setting is None and policy is not None:
-            return "per-call"
+        setting: Any = approval_rule(self.tool_approval, tool, tool_name)  # the order the loop applies
         if callable(setting):
             return "per-call"
         status: Any = cast(tuple[Any, ...], setting)[0] if isinstance(setting, tuple) else setting
@@ -345,19 +342,8 @@ class Agent(BaseModel):
         return self._fingerprint
 
 
-_CALLBACKS = (
-    "on_start",
-    "on_step_start",
-    "on_language_model_call_start",
-    "on_chunk",
-    "on_language_model_call_end",
-    "on_tool_execution_start",
-    "on_tool_execution_end",
-    "on_step_end",
-    "on_end",
-    "on_error",
-    "on_abort",
-)
+_CALLBACKS = tuple(f.name for f in dataclasses.fields(Callbacks) if f.name != "extra")
+"""The lifecycle callbacks an agent holds: `Callbacks`' own fields (one list, the loop's)."""
 
 
 def _problem(issue: Any) -> str:

@@ -19,17 +19,19 @@ import hashlib
 import hmac
 import inspect
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from pydantic import JsonValue
 
 from ..errors import StepLineError
-from .config import ApprovalSetting, ApprovalStatus, LoopConfig
+from .config import ApprovalPolicy, ApprovalSetting, ApprovalStatus, LoopConfig
 from .state import PendingApproval
+from .tools import Tool
 
 __all__ = [
+    "approval_rule",
     "ApprovalDecision",
     "InvalidApprovalError",
     "canonical_json",
@@ -58,18 +60,24 @@ class ApprovalDecision:
     signature: str | None = None
 
 
+def approval_rule(
+    policy: Mapping[str, ApprovalSetting | ApprovalPolicy] | ApprovalPolicy | None, tool: Tool | None, tool_name: str
+) -> ApprovalSetting | ApprovalPolicy | None:
+    """The rule that decides a call of `tool_name`; None when nothing applies.
+
+    The run's entry for it, else the tool's own (`@tool(approval=...)`), else the run-wide policy.
+    """
+    own = tool.approval if tool is not None else None
+    if policy is None or callable(policy):
+        return own if own is not None else policy
+    return cast("ApprovalSetting | ApprovalPolicy | None", policy.get(tool_name, own))
+
+
 async def resolve_approval(
     config: LoopConfig, tool_name: str, tool_input: JsonValue
 ) -> tuple[ApprovalStatus, str | None]:
     """The approval status and reason for a valid tool call."""
-    policy = config.tool_approval
-    declared = config.tool(tool_name)
-    own = declared.approval if declared is not None else None
-    setting: Any = policy
-    if policy is None or callable(policy):
-        setting = own if own is not None else policy
-    else:
-        setting = policy.get(tool_name, own)
+    setting: Any = approval_rule(config.tool_approval, config.tool(tool_name), tool_name)
     if setting is None:
         return "not-applicable", None
     if callable(setting):
