@@ -10,7 +10,7 @@ SDK's `MockLanguageModelV4` and every provider adapter speaks the same parts:
     source, file, custom, finish (usage and finish reason), error, raw.
 
 A model is anything with `provider`, `model_id`, `capabilities` and an async `stream(options)`.
-Pure: the standard library and pydantic only. Provider adapters (`stepline.llm.openai_*`,
+Pure: the standard library and pydantic only. Provider adapters (`stepline.llm.openai`,
 `stepline.llm.anthropic`) implement it with the official SDKs; `stepline.llm.scripted` plays scripts.
 """
 

@@ -12,7 +12,7 @@ import pytest
 from stepline.llm.base import FunctionTool, ModelCallOptions, ResponseFormat
 from stepline.llm.errors import ModelCallError, UnsupportedCapabilityError
 from stepline.llm.openai import OpenAIChatModel
-from stepline.llm.openai_options import CHAT_OPTION_KEYS
+from stepline.llm.openai.options import CHAT_OPTION_KEYS
 from stepline.protocol.model_messages import (
     AssistantModelMessage,
     DataFileData,

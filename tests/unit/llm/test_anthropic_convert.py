@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from pydantic import JsonValue
 
-from stepline.llm.anthropic_convert import anthropic_capabilities, build_request, model_traits
-from stepline.llm.anthropic_stream import AnthropicStreamState, finish_reason, usage_from_anthropic
+from stepline.llm.anthropic.convert import anthropic_capabilities, build_request, model_traits
+from stepline.llm.anthropic.stream import AnthropicStreamState, finish_reason, usage_from_anthropic
 from stepline.llm.base import FunctionTool, ModelCallOptions, ModelStreamPart, ResponseFormat
 from stepline.llm.errors import ModelCallError, UnsupportedCapabilityError
 from stepline.protocol.model_messages import (

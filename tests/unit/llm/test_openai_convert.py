@@ -12,13 +12,13 @@ import pytest
 
 from stepline.llm.base import FunctionTool, ModelCallOptions, ResponseFormat
 from stepline.llm.errors import ModelCallError, UnsupportedCapabilityError
-from stepline.llm.openai_capabilities import model_family, responses_capabilities
-from stepline.llm.openai_chat_convert import build_chat_request
-from stepline.llm.openai_chat_stream import ChatStreamState
-from stepline.llm.openai_options import parse_chat_options, parse_responses_options
-from stepline.llm.openai_responses_convert import build_responses_request
-from stepline.llm.openai_responses_stream import ResponsesStreamState
-from stepline.llm.openai_stream_common import chat_usage, responses_usage
+from stepline.llm.openai.capabilities import model_family, responses_capabilities
+from stepline.llm.openai.chat_convert import build_chat_request
+from stepline.llm.openai.chat_stream import ChatStreamState
+from stepline.llm.openai.options import parse_chat_options, parse_responses_options
+from stepline.llm.openai.responses_convert import build_responses_request
+from stepline.llm.openai.responses_stream import ResponsesStreamState
+from stepline.llm.openai.stream_common import chat_usage, responses_usage
 from stepline.protocol.model_messages import (
     AssistantModelMessage,
     ContentOutput,

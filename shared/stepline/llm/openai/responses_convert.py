@@ -24,9 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .base import FunctionTool, ModelCallOptions, ModelCapabilities, ResponseFormat, ToolChoice
-from .openai_capabilities import OpenAIModelFamily, model_family, responses_capabilities, service_tier_warning
-from .openai_options import (
+from ..base import FunctionTool, ModelCallOptions, ModelCapabilities, ResponseFormat, ToolChoice
+from .capabilities import OpenAIModelFamily, model_family, responses_capabilities, service_tier_warning
+from .options import (
     TOP_LOGPROBS_MAX,
     AllowedTools,
     CallWarning,
@@ -34,8 +34,8 @@ from .openai_options import (
     parse_responses_options,
     unsupported_warning,
 )
-from .openai_prompt import FileTarget
-from .openai_responses_input import ResponsesInputContext, convert_responses_input
+from .prompt import FileTarget
+from .responses_input import ResponsesInputContext, convert_responses_input
 
 __all__ = ["API_LABEL", "ResponsesRequest", "build_responses_request"]
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
-from .anthropic_content import IMAGE_TYPES, Block, PromptContext
-from .anthropic_options import (
+from .content import IMAGE_TYPES, Block, PromptContext
+from .options import (
     AnthropicProviderOptions,
     CustomSkill,
     ThinkingAdaptive,
@@ -28,8 +28,8 @@ from .anthropic_options import (
     parse_anthropic_options,
     to_snake_wire,
 )
-from .anthropic_prompt import convert_prompt
-from .base import FunctionTool, ModelCallOptions, ModelCapabilities, ResponseFormat
+from .prompt import convert_prompt
+from ..base import FunctionTool, ModelCallOptions, ModelCapabilities, ResponseFormat
 
 __all__ = ["AnthropicRequest", "ModelTraits", "anthropic_capabilities", "build_request", "model_traits"]
 

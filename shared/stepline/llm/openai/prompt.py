@@ -12,8 +12,8 @@ from collections.abc import Mapping
 
 from pydantic import JsonValue
 
-from ..protocol._json import dumps
-from ..protocol.model_messages import (
+from ...protocol._json import dumps
+from ...protocol.model_messages import (
     ContentOutput,
     DataFileData,
     ErrorJsonOutput,
@@ -28,8 +28,8 @@ from ..protocol.model_messages import (
     ToolCallPart,
     ToolResultOutput,
 )
-from .base import ModelCapabilities
-from .errors import UnsupportedCapabilityError
+from ..base import ModelCapabilities
+from ..errors import UnsupportedCapabilityError
 
 __all__ = [
     "DENIED_TOOL_OUTPUT",

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .base import ModelCapabilities
-from .openai_options import CallWarning, unsupported_warning
+from ..base import ModelCapabilities
+from .options import CallWarning, unsupported_warning
 
 __all__ = [
     "OpenAIModelFamily",

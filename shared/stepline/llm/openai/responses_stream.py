@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import JsonValue, ValidationError
 
-from .base import (
+from ..base import (
     ModelStreamPart,
     UnifiedFinishReason,
     V4Custom,
@@ -49,8 +49,8 @@ from .base import (
     V4ToolInputEnd,
     V4ToolInputStart,
 )
-from .errors import ModelCallError
-from .openai_stream_common import Loose, ToolCallBuffer, iso_timestamp, responses_usage, stream_error
+from ..errors import ModelCallError
+from .stream_common import Loose, ToolCallBuffer, iso_timestamp, responses_usage, stream_error
 
 __all__ = ["ResponsesStreamState", "map_responses_finish_reason"]
 

@@ -20,8 +20,8 @@ from typing import cast
 import openai
 from pydantic import JsonValue
 
-from .errors import ModelCallError, retry_after_seconds
-from .openai_stream_common import scrub_secrets
+from ..errors import ModelCallError, retry_after_seconds
+from .stream_common import scrub_secrets
 
 __all__ = ["model_call_error", "stream_error_payload"]
 

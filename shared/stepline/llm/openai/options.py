@@ -22,8 +22,8 @@ from typing import Annotated, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from pydantic.alias_generators import to_camel
 
-from ..protocol.model_messages import ProviderOptions
-from .errors import ModelCallError
+from ...protocol.model_messages import ProviderOptions
+from ..errors import ModelCallError
 
 __all__ = [
     "CHAT_OPTION_KEYS",

@@ -19,8 +19,8 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from pydantic.alias_generators import to_camel
 
-from ..protocol.model_messages import ProviderOptions
-from .errors import ModelCallError
+from ...protocol.model_messages import ProviderOptions
+from ..errors import ModelCallError
 
 __all__ = [
     "AnthropicProviderOptions",

@@ -18,8 +18,8 @@ from typing import assert_never
 
 from pydantic import JsonValue
 
-from ..protocol._json import dumps
-from ..protocol.model_messages import (
+from ...protocol._json import dumps
+from ...protocol.model_messages import (
     DataFileData,
     ModelFilePart,
     ProviderOptions,
@@ -29,9 +29,9 @@ from ..protocol.model_messages import (
     ToolResultPart,
     UrlFileData,
 )
-from .anthropic_options import Warning, parse_cache_control, parse_file_part_options, to_snake_wire
-from .base import ModelCapabilities
-from .errors import UnsupportedCapabilityError
+from .options import Warning, parse_cache_control, parse_file_part_options, to_snake_wire
+from ..base import ModelCapabilities
+from ..errors import UnsupportedCapabilityError
 
 __all__ = ["IMAGE_TYPES", "Block", "PromptContext", "file_block", "tool_result_block"]
 

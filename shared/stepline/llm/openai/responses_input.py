@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from ..protocol.model_messages import (
+from ...protocol.model_messages import (
     AssistantModelMessage,
     ContentOutput,
     DataFileData,
@@ -46,8 +46,8 @@ from ..protocol.model_messages import (
     UrlFileData,
     UserModelMessage,
 )
-from .openai_options import CallWarning, SystemMessageMode, other_warning
-from .openai_prompt import (
+from .options import CallWarning, SystemMessageMode, other_warning
+from .prompt import (
     FileTarget,
     file_base64,
     file_reference_id,

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..protocol.model_messages import (
+from ...protocol.model_messages import (
     AssistantModelMessage,
     DataFileData,
     ModelFilePart,
@@ -35,9 +35,9 @@ from ..protocol.model_messages import (
     UrlFileData,
     UserModelMessage,
 )
-from .base import FunctionTool, ModelCallOptions, ModelCapabilities, ResponseFormat, ToolChoice
-from .openai_capabilities import OpenAIModelFamily, chat_capabilities, model_family, service_tier_warning
-from .openai_options import (
+from ..base import FunctionTool, ModelCallOptions, ModelCapabilities, ResponseFormat, ToolChoice
+from .capabilities import OpenAIModelFamily, chat_capabilities, model_family, service_tier_warning
+from .options import (
     CallWarning,
     OpenAIChatOptions,
     SystemMessageMode,
@@ -45,7 +45,7 @@ from .openai_options import (
     parse_chat_options,
     unsupported_warning,
 )
-from .openai_prompt import (
+from .prompt import (
     FileTarget,
     file_base64,
     openai_options_of,

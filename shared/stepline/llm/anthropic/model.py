@@ -1,7 +1,7 @@
 """The Anthropic Messages API as a `LanguageModel`, through the official `anthropic` SDK.
 
-The thin I/O layer: `anthropic_convert` builds the request, the SDK sends it, and
-`anthropic_stream` turns the server-sent events into stream parts. The SDK never retries
+The thin I/O layer: `convert` builds the request, the SDK sends it, and
+`stream` turns the server-sent events into stream parts. The SDK never retries
 (`max_retries=0`): the Stepline loop retries at safe step boundaries, and two retry budgets
 stacked would multiply. Failures become `ModelCallError`:
 
@@ -28,10 +28,10 @@ from typing import Any, cast
 import anthropic
 import httpx2
 
-from .anthropic_convert import AnthropicRequest, anthropic_capabilities, build_request
-from .anthropic_stream import AnthropicStreamState
-from .base import ModelCallOptions, ModelCapabilities, ModelStreamPart, V4StreamStart
-from .errors import ModelCallError, retry_after_seconds
+from .convert import AnthropicRequest, anthropic_capabilities, build_request
+from .stream import AnthropicStreamState
+from ..base import ModelCallOptions, ModelCapabilities, ModelStreamPart, V4StreamStart
+from ..errors import ModelCallError, retry_after_seconds
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicModel", "to_model_call_error"]
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import JsonValue, ValidationError
 
-from .base import (
+from ..base import (
     ModelStreamPart,
     UnifiedFinishReason,
     V4Error,
@@ -40,8 +40,8 @@ from .base import (
     V4ToolInputEnd,
     V4ToolInputStart,
 )
-from .errors import ModelCallError
-from .openai_stream_common import Loose, ToolCallBuffer, chat_usage, iso_timestamp, stream_error
+from ..errors import ModelCallError
+from .stream_common import Loose, ToolCallBuffer, chat_usage, iso_timestamp, stream_error
 
 __all__ = ["ChatStreamState", "map_chat_finish_reason"]
 

@@ -9,7 +9,7 @@ After `convertToAnthropicPrompt` of `@ai-sdk/anthropic` (`src/convert-to-anthrop
 - reasoning → `thinking` with its signature, or `redacted_thinking` with its data, in place and
   unchanged (a tool-use turn that came with thinking must be sent back starting with it);
   reasoning without either is dropped with a warning;
-- files → `image` or `document` blocks (`anthropic_content`); a media type the model cannot
+- files → `image` or `document` blocks (`content`); a media type the model cannot
   take raises `UnsupportedCapabilityError`, never a silent drop;
 - `cacheControl` in a part's (or, for its last part, a message's) `providerOptions.anthropic`
   → `cache_control` on that block, at most four breakpoints a request as the API allows.
@@ -24,7 +24,7 @@ from typing import assert_never
 
 from pydantic import JsonValue
 
-from ..protocol.model_messages import (
+from ...protocol.model_messages import (
     AssistantContentPart,
     AssistantModelMessage,
     ContentOutput,
@@ -44,8 +44,8 @@ from ..protocol.model_messages import (
     ToolResultPart,
     UserModelMessage,
 )
-from .anthropic_content import Block, PromptContext, file_block, tool_result_block
-from .anthropic_options import parse_cache_control
+from .content import Block, PromptContext, file_block, tool_result_block
+from .options import parse_cache_control
 
 __all__ = ["AnthropicPrompt", "PromptContext", "convert_prompt"]
 

@@ -32,9 +32,9 @@ from typing import Any, Literal, cast
 
 from pydantic import JsonValue
 
-from ..protocol._json import dumps, loads_strict
-from ..protocol.chunks import Citation, ProviderMetadata
-from .base import (
+from ...protocol._json import dumps, loads_strict
+from ...protocol.chunks import Citation, ProviderMetadata
+from ..base import (
     ModelStreamPart,
     V4Error,
     V4Finish,
@@ -56,7 +56,7 @@ from .base import (
     V4ToolResult,
     V4Usage,
 )
-from .errors import ModelCallError, in_stream_error
+from ..errors import ModelCallError, in_stream_error
 
 __all__ = ["AnthropicStreamState", "finish_reason", "usage_from_anthropic"]
 

@@ -1,16 +1,6 @@
 """OpenAI language models on the official `openai` SDK: Responses (default), Chat Completions, auto.
 
-The thin I/O layer over the pure modules:
-
-    openai_options            providerOptions models, validation and warnings
-    openai_responses_input /  ModelMessage list + call options -> request keyword arguments
-    openai_responses_convert,
-    openai_chat_convert
-    openai_responses_stream,  provider events -> V4 stream parts
-    openai_chat_stream
-    openai_stream_common      usage and in-stream error frames for both stream state machines
-    openai_errors             SDK exceptions -> ModelCallError
-    openai_clients            shared SDK clients (`max_retries=0`) and the Responses-probe cache
+The thin I/O layer over the pure modules of this package (listed in its `__init__`).
 
 A call: convert (warnings, or `UnsupportedCapabilityError` before any I/O), POST with
 `stream=True`, yield `stream-start`, then the parts of each event, then `finish`. Failures before
@@ -33,16 +23,16 @@ import httpx2
 import openai
 from pydantic import JsonValue
 
-from .base import ModelCallOptions, ModelCapabilities, ModelStreamPart, V4Raw, V4StreamStart
-from .errors import ModelCallError
-from .openai_capabilities import chat_capabilities, responses_capabilities
-from .openai_chat_convert import build_chat_request
-from .openai_chat_stream import ChatStreamState
-from .openai_clients import CLIENTS, OpenAIApiCache, aclose_openai_clients
-from .openai_errors import model_call_error, stream_error_payload
-from .openai_options import CallWarning, OpenAIApi
-from .openai_responses_convert import build_responses_request
-from .openai_responses_stream import ResponsesStreamState
+from ..base import ModelCallOptions, ModelCapabilities, ModelStreamPart, V4Raw, V4StreamStart
+from ..errors import ModelCallError
+from .capabilities import chat_capabilities, responses_capabilities
+from .chat_convert import build_chat_request
+from .chat_stream import ChatStreamState
+from .clients import CLIENTS, OpenAIApiCache, aclose_openai_clients
+from .errors import model_call_error, stream_error_payload
+from .options import CallWarning, OpenAIApi
+from .responses_convert import build_responses_request
+from .responses_stream import ResponsesStreamState
 
 __all__ = [
     "DEFAULT_BASE_URL",

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 import httpx2
 import openai
 
-from .openai_options import OpenAIApi
+from .options import OpenAIApi
 
 __all__ = ["CLIENTS", "ClientPool", "OpenAIApiCache", "aclose_openai_clients"]
 
