@@ -32,8 +32,10 @@ __all__ = [
     "ModelCallOptions",
     "ModelCapabilities",
     "ModelStreamPart",
+    "ProviderTool",
     "ResponseFormat",
     "ToolChoice",
+    "ToolDefinition",
     "UnifiedFinishReason",
     "V4Custom",
     "V4Error",
@@ -324,6 +326,30 @@ class FunctionTool:
     provider_options: ProviderOptions | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderTool:
+    """A tool the provider runs itself (web search, code execution, …): the SDK's provider tool.
+
+    `id` is `"<provider>.<tool>"` (`"openai.web_search"`, `"anthropic.code_execution_20250825"`),
+    `name` the name the model calls it by, `args` its options in the provider's own wording. An
+    adapter that cannot send it raises `UnsupportedCapabilityError` before any request; the loop never
+    executes or claims its calls (they arrive with `providerExecuted`).
+    """
+
+    id: str
+    name: str
+    args: dict[str, JsonValue] = field(default_factory=dict[str, JsonValue])
+
+    @property
+    def provider(self) -> str:
+        """The provider part of `id`."""
+        return self.id.split(".", 1)[0]
+
+
+ToolDefinition = FunctionTool | ProviderTool
+"""What a call tells the model about one tool."""
+
+
 ToolChoice = Literal["auto", "none", "required"] | dict[str, str]
 """`"auto"`, `"none"`, `"required"` or `{"type": "tool", "toolName": name}`."""
 
@@ -343,7 +369,7 @@ class ModelCallOptions:
     """Everything one model call needs (the SDK's `LanguageModelV4CallOptions`)."""
 
     prompt: list[ModelMessage]
-    tools: list[FunctionTool] = field(default_factory=list[FunctionTool])
+    tools: list[ToolDefinition] = field(default_factory=list[ToolDefinition])
     tool_choice: ToolChoice | None = None
     max_output_tokens: int | None = None
     temperature: float | None = None

@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from ..errors import StepLineError
+from .base import FunctionTool, ProviderTool, ToolDefinition
 
 __all__ = [
     "ErrorKind",
@@ -176,6 +177,24 @@ class UnsupportedCapabilityError(StepLineError):
         super().__init__(message)
         self.provider = provider
         self.model_id = model_id
+
+
+def function_tools_only(
+    tools: Sequence[ToolDefinition], *, provider: str, model_id: str, api: str
+) -> list[FunctionTool]:
+    """The function tools of a call whose API runs no provider tool of this kind.
+
+    Raises `UnsupportedCapabilityError` naming the first provider tool the API cannot send, before
+    any request is made.
+    """
+    for tool in tools:
+        if isinstance(tool, ProviderTool):
+            raise UnsupportedCapabilityError(
+                f"the provider tool {tool.id} ({tool.name}) is not supported by {api} for {model_id}",
+                provider=provider,
+                model_id=model_id,
+            )
+    return [tool for tool in tools if isinstance(tool, FunctionTool)]
 
 
 def parse_retry_after(value: str | None, *, milliseconds: bool = False) -> float | None:

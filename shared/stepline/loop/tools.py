@@ -20,7 +20,7 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from ..llm.base import FunctionTool
+from ..llm.base import FunctionTool, ProviderTool, ToolDefinition
 from ..protocol.model_messages import ProviderOptions
 
 __all__ = [
@@ -88,6 +88,9 @@ class Tool:
     provider_options: ProviderOptions | None = None
     to_model_output: Callable[[str, Any, Any], Any] | None = None
     """`(tool_call_id, input, output) -> ToolResultOutput wire dict`, as the SDK's `toModelOutput`."""
+    provider: ProviderTool | None = None
+    """Set for a tool the provider runs itself (web search, code execution): the model is told
+    `provider`, and the loop never executes or claims its calls."""
     approval: ApprovalSetting | ApprovalPolicy | None = None
     """The tool's own approval rule (`@tool(approval=...)`); a per-tool entry of the run's
     `tool_approval` mapping overrides it, and it overrides a run-wide policy function."""
@@ -95,10 +98,12 @@ class Tool:
     @property
     def client_side(self) -> bool:
         """True when the client, not Stepline, supplies the output."""
-        return self.execute is None
+        return self.execute is None and self.provider is None
 
-    def definition(self) -> FunctionTool:
+    def definition(self) -> ToolDefinition:
         """What the model is told about this tool."""
+        if self.provider is not None:
+            return self.provider
         return FunctionTool(
             name=self.name,
             description=self.description,
@@ -124,7 +129,8 @@ class Tool:
     async def run(self, argument: Any, context: ToolContext) -> AsyncIterator[tuple[Any, bool]]:
         """Run the executor; yields `(output, preliminary)` pairs, the last with `preliminary=False`."""
         if self.execute is None:
-            raise RuntimeError(f"tool {self.name} has no executor (client-side tool)")
+            kind = "a provider tool" if self.provider is not None else "a client-side tool"
+            raise RuntimeError(f"tool {self.name} has no executor ({kind})")
         takes_context = len(inspect.signature(self.execute).parameters) >= 2
         result = self.execute(argument, context) if takes_context else self.execute(argument)
         if inspect.isasyncgen(result):

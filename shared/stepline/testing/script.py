@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from ..llm.base import FunctionTool, ModelCallOptions, ModelCapabilities, ModelStreamPart
+from ..llm.base import ModelCallOptions, ModelCapabilities, ModelStreamPart, ToolDefinition
 from ..llm.scripted import ScriptedModel, ScriptedStep, play_step
 from ..protocol._json import dumps
 from ..protocol.model_messages import ModelMessage
@@ -187,7 +187,7 @@ def scripted_model(steps: Sequence[StepValue], *, model_id: str = "test-script")
     return ScriptedModel.from_script(script(steps), model_id=model_id)
 
 
-StepFunction = Callable[[list[ModelMessage], list[FunctionTool]], "StepValue | Awaitable[StepValue]"]
+StepFunction = Callable[[list[ModelMessage], list[ToolDefinition]], "StepValue | Awaitable[StepValue]"]
 """`(prompt, tools) -> step`: sync or async."""
 
 

@@ -29,9 +29,9 @@ from ...protocol.model_messages import (
     ToolResultPart,
     UrlFileData,
 )
-from .options import Warning, parse_cache_control, parse_file_part_options, to_snake_wire
 from ..base import ModelCapabilities
 from ..errors import UnsupportedCapabilityError
+from .options import Warning, parse_cache_control, parse_file_part_options, to_snake_wire
 
 __all__ = ["IMAGE_TYPES", "Block", "PromptContext", "file_block", "tool_result_block"]
 

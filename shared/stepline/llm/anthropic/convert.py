@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
+from ..base import FunctionTool, ModelCallOptions, ModelCapabilities, ResponseFormat
+from ..errors import function_tools_only
 from .content import IMAGE_TYPES, Block, PromptContext
 from .options import (
     AnthropicProviderOptions,
@@ -29,7 +31,6 @@ from .options import (
     to_snake_wire,
 )
 from .prompt import convert_prompt
-from ..base import FunctionTool, ModelCallOptions, ModelCapabilities, ResponseFormat
 
 __all__ = ["AnthropicRequest", "ModelTraits", "anthropic_capabilities", "build_request", "model_traits"]
 
@@ -264,7 +265,10 @@ def _tools(
     json_tool: FunctionTool | None,
     context: PromptContext,
 ) -> None:
-    tools = [*options.tools, *([json_tool] if json_tool else [])]
+    function_tools = function_tools_only(
+        options.tools, provider="anthropic", model_id=context.model_id, api="the Messages API"
+    )
+    tools = [*function_tools, *([json_tool] if json_tool else [])]
     if not tools:
         return
     eager = provider.tool_streaming is not False

@@ -28,10 +28,10 @@ from typing import Any, cast
 import anthropic
 import httpx2
 
-from .convert import AnthropicRequest, anthropic_capabilities, build_request
-from .stream import AnthropicStreamState
 from ..base import ModelCallOptions, ModelCapabilities, ModelStreamPart, V4StreamStart
 from ..errors import ModelCallError, retry_after_seconds
+from .convert import AnthropicRequest, anthropic_capabilities, build_request
+from .stream import AnthropicStreamState
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicModel", "to_model_call_error"]
 

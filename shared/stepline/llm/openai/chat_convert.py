@@ -36,6 +36,7 @@ from ...protocol.model_messages import (
     UserModelMessage,
 )
 from ..base import FunctionTool, ModelCallOptions, ModelCapabilities, ResponseFormat, ToolChoice
+from ..errors import function_tools_only
 from .capabilities import OpenAIModelFamily, chat_capabilities, model_family, service_tier_warning
 from .options import (
     CallWarning,
@@ -127,7 +128,8 @@ def build_chat_request(
         warnings.append(tier_warning)
         body["service_tier"] = None
     body["response_format"] = _response_format(options.response_format, strict=settings.strict_json_schema)
-    body.update(_tool_fields(options.tools, options.tool_choice))
+    tools = function_tools_only(options.tools, provider=provider, model_id=model_id, api="Chat Completions")
+    body.update(_tool_fields(tools, options.tool_choice))
     body["stream_options"] = {"include_usage": True}
     return ChatRequest(
         body={key: value for key, value in body.items() if value is not None}, warnings=warnings, options=settings

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base import FunctionTool, ModelCallOptions, ModelCapabilities, ResponseFormat, ToolChoice
+from ..errors import function_tools_only
 from .capabilities import OpenAIModelFamily, model_family, responses_capabilities, service_tier_warning
 from .options import (
     TOP_LOGPROBS_MAX,
@@ -96,7 +97,8 @@ def build_responses_request(
     body.update(
         _reasoning_fields(settings, options.reasoning, effort=effort, is_reasoning=is_reasoning, warnings=warnings)
     )
-    body.update(_tool_fields(options.tools, options.tool_choice, settings.allowed_tools, warnings))
+    tools = function_tools_only(options.tools, provider=provider, model_id=model_id, api="the Responses API")
+    body.update(_tool_fields(tools, options.tool_choice, settings.allowed_tools, warnings))
     text = _text_config(options.response_format, strict=settings.strict_json_schema, verbosity=settings.text_verbosity)
     if text:
         body["text"] = text
