@@ -3,6 +3,8 @@
 // never stops a run (the server runs it; the client keeps the other chat's stream open too).
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { deleteConversation, listConversations, type ConversationSummary } from './api';
+import type { Account } from './auth';
+import { AccountBar } from './components/Account';
 import { ChatLoader } from './components/ChatView';
 import { Icon, Spinner } from './components/Icon';
 import { dropSession, existingSession, type SessionHooks } from './session';
@@ -48,7 +50,8 @@ function indicatorOf(summary: ConversationSummary): Indicator {
   return null;
 }
 
-export function App() {
+/** The app; `account` is who is signed in (with sign-in on). */
+export function App({ account }: { account?: Account }) {
   const [fresh] = useState(() => new Set<string>());
   const [selected, setSelected] = useState<string>(() => idFromPath() ?? remember(fresh, newId()));
   const [conversations, setConversations] = useState<ConversationSummary[]>([]);
@@ -167,6 +170,7 @@ export function App() {
             );
           })}
         </ul>
+        {account && <AccountBar account={account} />}
       </nav>
       <main className="main">
         <ChatLoader key={selected} id={selected} summary={summary} hooks={hooks} fresh={fresh.has(selected)} />

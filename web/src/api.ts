@@ -1,5 +1,6 @@
 // The Stepline REST routes the UI uses besides the chat stream (which the AI SDK's transport owns).
 import type { UIMessage } from 'ai';
+import { apiFetch, apiUrl } from './http';
 
 export type ConversationStatus = 'idle' | 'running' | 'waiting_approval' | 'waiting_user' | 'failed';
 
@@ -58,7 +59,7 @@ export function errorMessage(text: string): string {
 }
 
 async function getJson<T>(path: string): Promise<T> {
-  const response = await fetch(path, { headers: { accept: 'application/json' } });
+  const response = await apiFetch(apiUrl(path), { headers: { accept: 'application/json' } });
   if (!response.ok) throw new HttpError(response.status, errorMessage(await response.text()));
   return (await response.json()) as T;
 }
@@ -110,7 +111,7 @@ export type DecisionOutcome =
 export async function decideApproval(approvalId: string, approved: boolean, reason?: string): Promise<DecisionOutcome> {
   let response: Response;
   try {
-    response = await fetch(`/api/approvals/${encodeURIComponent(approvalId)}`, {
+    response = await apiFetch(apiUrl(`/api/approvals/${encodeURIComponent(approvalId)}`), {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(reason ? { approved, reason } : { approved }),
@@ -127,11 +128,11 @@ export async function decideApproval(approvalId: string, approved: boolean, reas
 }
 
 export async function abortRun(runId: string): Promise<void> {
-  const response = await fetch(`/api/runs/${encodeURIComponent(runId)}/abort`, { method: 'POST' });
+  const response = await apiFetch(apiUrl(`/api/runs/${encodeURIComponent(runId)}/abort`), { method: 'POST' });
   if (!response.ok) throw new HttpError(response.status, errorMessage(await response.text()));
 }
 
 export async function deleteConversation(id: string): Promise<void> {
-  const response = await fetch(`/api/conversations/${encodeURIComponent(id)}`, { method: 'DELETE' });
+  const response = await apiFetch(apiUrl(`/api/conversations/${encodeURIComponent(id)}`), { method: 'DELETE' });
   if (!response.ok && response.status !== 404) throw new HttpError(response.status, errorMessage(await response.text()));
 }

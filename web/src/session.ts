@@ -17,6 +17,7 @@ import {
   type UIMessage,
 } from 'ai';
 import { decideApproval, errorMessage, getConversation, toUIMessages } from './api';
+import { apiFetch, apiUrl, authHeaders } from './http';
 import { logUiError, type UiErrorContext } from './telemetry';
 
 export type ApprovalPhase = 'submitting' | 'accepted' | 'failed' | 'expired' | 'conflict' | 'not-found';
@@ -84,7 +85,8 @@ export class ChatSession {
       id,
       messages,
       transport: new DefaultChatTransport<UIMessage>({
-        api: '/api/chat',
+        api: apiUrl('/api/chat'),
+        headers: authHeaders, // a function: each request (the POST and the resume GET) gets the current token
         fetch: this.watchingFetch,
         body: () => (this.agent ? { agent: this.agent } : {}),
       }),
@@ -366,7 +368,7 @@ export class ChatSession {
     this.requests += 1;
     let response: Response;
     try {
-      response = await fetch(input, init);
+      response = await apiFetch(input, init); // a 401 renews the token, else signs in again
     } catch (error) {
       record.networkError = String(error);
       throw error;

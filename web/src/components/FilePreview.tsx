@@ -2,6 +2,7 @@
 // text, Markdown or a PDF opens in a dialog on this page instead of a download through a tab that
 // flashes open; the dialog keeps a Download button. Anything else downloads as before.
 import { useEffect, useRef, useState, type ReactNode } from 'react';
+import { downloadClick, fetchFile, useImageUrl } from './fileUrl';
 import { Icon } from './Icon';
 import { Markdown } from './Markdown';
 import './blocks.css';
@@ -39,7 +40,7 @@ function useContent(file: PreviewFile, kind: PreviewKind): Loaded {
     let objectUrl: string | undefined;
     let cancelled = false;
     (async () => {
-      const response = await fetch(file.url);
+      const response = await fetchFile(file.url);
       if (!response.ok) throw new Error(`the server answered ${response.status}`);
       const blob = await response.blob();
       if (cancelled) return;
@@ -64,11 +65,13 @@ function useContent(file: PreviewFile, kind: PreviewKind): Loaded {
 function PreviewBody({ file, kind }: { file: PreviewFile; kind: PreviewKind }) {
   const loaded = useContent(file, kind);
   const [imageFailed, setImageFailed] = useState(false);
+  const imageUrl = useImageUrl(kind === 'image' ? file.url : '');
   if (kind === 'image') {
-    return imageFailed ? (
+    if (imageUrl === undefined) return <p className="muted">Loading…</p>;
+    return imageFailed || imageUrl === '' ? (
       <p className="muted" data-testid="preview-failed">The image cannot be shown here; download it instead.</p>
     ) : (
-      <img className="preview-image" src={file.url} alt={file.title} data-testid="preview-image" onError={() => setImageFailed(true)} />
+      <img className="preview-image" src={imageUrl} alt={file.title} data-testid="preview-image" onError={() => setImageFailed(true)} />
     );
   }
   if (loaded.state === 'loading') return <p className="muted">Loading…</p>;
@@ -119,7 +122,13 @@ export function PreviewDialog({ file, onClose }: { file: PreviewFile; onClose: (
         <Icon name={kind === 'image' ? 'image' : 'file'} />
         <span className="preview-title">{file.title}</span>
         {file.mediaType && file.mediaType !== file.title && <span className="muted">{file.mediaType}</span>}
-        <a className="button" href={file.url} download={file.filename ?? file.title} data-testid="preview-download">
+        <a
+          className="button"
+          href={file.url}
+          download={file.filename ?? file.title}
+          onClick={downloadClick(file.url, file.filename ?? file.title)}
+          data-testid="preview-download"
+        >
           <Icon name="download" /> Download
         </a>
         <button type="button" className="icon-button" onClick={onClose} aria-label="Close preview" data-testid="preview-close">
@@ -141,7 +150,14 @@ export function PreviewLink({ file, className, testId, children }: { file: Previ
   const [open, setOpen] = useState(false);
   if (previewKind(file) === null) {
     return (
-      <a className={className} href={file.url} download={file.filename ?? file.title} data-testid={testId} data-preview="none">
+      <a
+        className={className}
+        href={file.url}
+        download={file.filename ?? file.title}
+        onClick={downloadClick(file.url, file.filename ?? file.title)}
+        data-testid={testId}
+        data-preview="none"
+      >
         {children}
       </a>
     );

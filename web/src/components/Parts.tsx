@@ -15,6 +15,7 @@ import {
 import type { ChatSession } from '../session';
 import { CODE_INTERPRETER_TOOL, CodeInterpreterBlock } from './CodeInterpreterBlock';
 import { PreviewLink } from './FilePreview';
+import { useImageUrl } from './fileUrl';
 import { Icon, Spinner } from './Icon';
 import { Markdown } from './Markdown';
 import { WEB_SEARCH_TOOL, WebSearchBlock } from './WebSearchBlock';
@@ -402,13 +403,19 @@ export function SourceList({ parts }: { parts: SourcePart[] }) {
   );
 }
 
+/** An image file's thumbnail (fetched with the token when its URL is the API's). */
+function Thumbnail({ url, alt }: { url: string; alt: string }) {
+  const src = useImageUrl(url);
+  return src ? <img src={src} alt={alt} /> : <Icon name="image" />;
+}
+
 export function FileCard({ url, mediaType, filename }: { url: string; mediaType: string; filename?: string }) {
   const image = mediaType.startsWith('image/') && (url.startsWith('data:') || url.startsWith('/'));
   const file = { url, mediaType, filename, title: filename ?? mediaType };
   return (
     <div className="block file-card" data-testid="file-card" data-media-type={mediaType}>
       <PreviewLink file={file} testId="file-open">
-        {image ? <img src={url} alt={filename ?? 'image'} /> : <Icon name="file" />}
+        {image ? <Thumbnail url={url} alt={filename ?? 'image'} /> : <Icon name="file" />}
         <span>{filename ?? mediaType}</span>
       </PreviewLink>
     </div>

@@ -1,0 +1,51 @@
+// Every request the UI makes to the API goes through here: its URL under config.json's `apiBase`,
+// and, with sign-in on, the ID token as `Authorization: Bearer`. A 401 (the token expired or was
+// refused) is answered by renewing the token once and sending again; when that fails the browser
+// goes to the provider's sign-in and comes back to the same page (the conversation is on the
+// server; the page reopens it), and the request never settles, as the page is leaving.
+import { authEnabled, bearer, renewed, signIn } from './auth';
+
+let apiBase = '';
+
+export function setApiBase(base: string): void {
+  apiBase = base;
+}
+
+/** `path` (`/api/...`) on the API's origin. */
+export function apiUrl(path: string): string {
+  return path.startsWith('/api/') ? `${apiBase}${path}` : path;
+}
+
+/** The API request's Authorization (empty when sign-in is off): DefaultChatTransport's `headers`. */
+export async function authHeaders(): Promise<Record<string, string>> {
+  const token = await bearer();
+  return token ? { authorization: `Bearer ${token}` } : {};
+}
+
+/** A URL the API answers only with a token (an `<img>` or `<a href>` would send none). */
+export function needsToken(url: string): boolean {
+  if (!authEnabled() || !URL.canParse(url, window.location.href)) return false;
+  const target = new URL(url, window.location.href);
+  const api = new URL(apiUrl('/api/'), window.location.href);
+  return target.origin === api.origin && target.pathname.startsWith(api.pathname);
+}
+
+function withToken(init: RequestInit | undefined, token: string | undefined): RequestInit {
+  const headers = new Headers(init?.headers);
+  if (token) headers.set('authorization', `Bearer ${token}`);
+  return { ...init, headers };
+}
+
+/** `fetch` for the API: the token on it, a 401 renewed once, else a new sign-in. */
+export async function apiFetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+  if (!authEnabled()) return fetch(input, init);
+  const response = await fetch(input, withToken(init, await bearer()));
+  if (response.status !== 401) return response;
+  const user = await renewed();
+  if (user?.id_token) {
+    const again = await fetch(input, withToken(init, user.id_token));
+    if (again.status !== 401) return again;
+  }
+  await signIn();
+  return new Promise<Response>(() => undefined);
+}
