@@ -53,11 +53,17 @@ def config(model: str | None = None, *, tokens: dict[str, str] | None = None, **
     return DevConfig.from_env(env)
 
 
+def free_socket() -> socket.socket:
+    """A socket bound to a free loopback port (its URL can be known before the server starts)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
 @contextmanager
-def running(cfg: DevConfig, api: ApiOptions = FAST) -> Iterator[Running]:
+def running(cfg: DevConfig, api: ApiOptions = FAST, *, sock: socket.socket | None = None) -> Iterator[Running]:
     with dev_server(cfg, api=api) as server:
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
+        sock = sock or free_socket()
         port = sock.getsockname()[1]
         uv = uvicorn.Server(uvicorn.Config(server.app, log_level="warning", lifespan="off"))
         thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
