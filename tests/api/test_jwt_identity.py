@@ -9,14 +9,17 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
+from fastapi import HTTPException, Request
 
+from stepline.api.identity import JwtIdentity
 from stepline.local.dev import DevConfigError, ui_config
 from tests.support.server import Running, config, running
 
@@ -27,29 +30,43 @@ def _key() -> rsa.RSAPrivateKey:
     return rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
 
-@pytest.fixture(scope="module")
-def issuer() -> Iterator[tuple[str, rsa.RSAPrivateKey]]:
-    key = _key()
+def _jwks(key: rsa.RSAPrivateKey) -> bytes:
     public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
-    jwks = json.dumps({"keys": [{**public, "kid": "k1", "use": "sig", "alg": "RS256"}]}).encode()
+    return json.dumps({"keys": [{**public, "kid": "k1", "use": "sig", "alg": "RS256"}]}).encode()
+
+
+@contextmanager
+def _serving(documents: dict[str, Callable[[str], bytes]], *, port: int = 0) -> Generator[str]:
+    """An HTTP server on a free port answering `documents` (path → body from the base URL), else 404."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            found = self.path == "/.well-known/jwks.json"
-            self.send_response(200 if found else 404)
+            document = documents.get(self.path)
+            self.send_response(200 if document else 404)
             self.send_header("content-type", "application/json")
             self.end_headers()
-            self.wfile.write(jwks if found else b"{}")
+            self.wfile.write(document(base) if document else b"{}")
 
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = HTTPServer(("127.0.0.1", 0), Handler)
+    server = HTTPServer(("127.0.0.1", port), Handler)
+    base = f"http://127.0.0.1:{server.server_port}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_port}", key
-    server.shutdown()
-    server.server_close()
+    try:
+        yield base
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def issuer() -> Iterator[tuple[str, rsa.RSAPrivateKey]]:
+    """An issuer with no discovery document, its keys where Cognito publishes them."""
+    key = _key()
+    with _serving({"/.well-known/jwks.json": lambda _: _jwks(key)}) as base:
+        yield base, key
 
 
 @pytest.fixture(scope="module")
@@ -110,3 +127,37 @@ def test_the_ui_reads_where_to_sign_in(server: Running, issuer: tuple[str, rsa.R
     assert ui_config(config()) == {"apiBase": "", "auth": None}  # dev tokens: the UI signs nobody in
     with pytest.raises(DevConfigError, match="go together"):
         config(STEPLINE_OIDC_ISSUER=issuer[0])
+
+
+def _user_of(identity: JwtIdentity, token: str) -> str:
+    return identity.user_of(Request({"type": "http", "headers": [(b"authorization", f"Bearer {token}".encode())]}))
+
+
+def test_the_keys_are_where_the_issuers_discovery_document_says() -> None:
+    """Providers publish their keys at different paths (Keycloak, Okta, oidc-provider): `jwks_uri`."""
+    key = _key()
+    documents: dict[str, Callable[[str], bytes]] = {
+        "/.well-known/openid-configuration": lambda base: json.dumps(
+            {"issuer": base, "jwks_uri": f"{base}/keys"}
+        ).encode(),
+        "/keys": lambda _: _jwks(key),
+    }
+    with _serving(documents) as base:
+        identity = JwtIdentity(base, CLIENT)
+        assert _user_of(identity, _token((base, key))) == "alice-sub"
+        with pytest.raises(HTTPException) as refused:
+            _user_of(identity, _token((base, key), key=_key()))
+    assert refused.value.status_code == 401
+
+
+def test_an_issuer_that_cannot_be_reached_is_503_and_asked_again_next_time() -> None:
+    key = _key()
+    with _serving({}) as base:
+        pass  # its port is free again: nothing answers there
+    identity = JwtIdentity(base, CLIENT)
+    with pytest.raises(HTTPException) as unreachable:
+        _user_of(identity, _token((base, key)))
+    assert unreachable.value.status_code == 503 and "keys cannot be read" in str(unreachable.value.detail)
+    port = int(base.rsplit(":", 1)[1])
+    with _serving({"/.well-known/jwks.json": lambda _: _jwks(key)}, port=port):
+        assert _user_of(identity, _token((base, key))) == "alice-sub"  # nothing wrong was remembered

@@ -42,8 +42,6 @@ const configuration = {
     },
   ],
   jwks: { keys: [{ ...key, kid: 'test-key', alg: 'RS256', use: 'sig' }] },
-  // Where Cognito publishes its keys (and where JwtIdentity looks by default).
-  routes: { jwks: '/.well-known/jwks.json' },
   cookies: { keys: [randomBytes(32).toString('hex')] },
   claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
   // Like Cognito: the ID token carries the scopes' claims, and a refresh token comes with every sign-in.

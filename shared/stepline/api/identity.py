@@ -17,14 +17,20 @@ A request without a user is refused with 401 before any handler runs.
 from __future__ import annotations
 
 import hmac
+import threading
+import urllib.error
+import urllib.request
 from collections.abc import Mapping
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from fastapi import HTTPException, Request
 from pydantic import JsonValue
 
 from ..protocol._json import loads_strict
 from ..store.records import check_id
+
+if TYPE_CHECKING:
+    from jwt import PyJWKClient
 
 __all__ = ["ApiGatewayIdentity", "DevTokens", "Identity", "JwtIdentity", "parse_dev_tokens", "request_claims"]
 
@@ -146,6 +152,24 @@ class DevTokens:
         raise _unauthorized("unknown token")
 
 
+def _discovered_jwks_uri(issuer: str) -> str | None:
+    """`jwks_uri` of the issuer's OpenID discovery document (None: it serves none, 404, or names none).
+
+    OSError when the issuer cannot be asked; nothing is remembered then, so the next request asks again.
+    """
+    try:
+        with urllib.request.urlopen(f"{issuer}/.well-known/openid-configuration", timeout=10) as response:
+            document: Any = loads_strict(response.read().decode("utf-8"))
+    except urllib.error.HTTPError as error:
+        if error.code == 404:
+            return None
+        raise
+    except ValueError:
+        return None
+    uri = cast(dict[str, Any], document).get("jwks_uri") if isinstance(document, dict) else None
+    return uri if isinstance(uri, str) and uri.startswith(("https://", "http://")) else None
+
+
 def _bearer(request: Request) -> str:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
@@ -169,8 +193,25 @@ class JwtIdentity:
         self._issuer = issuer.rstrip("/")
         self._audience = audience
         self._claim = claim
-        # Cognito and most providers publish their keys here; the discovery document says so too.
-        self._keys = jwt.PyJWKClient(jwks_url or f"{self._issuer}/.well-known/jwks.json", cache_keys=True)
+        self._jwks_url = jwks_url
+        self._keys: PyJWKClient | None = None
+        self._lock = threading.Lock()
+
+    def _key_client(self) -> PyJWKClient:
+        """The issuer's key set: where its discovery document (`jwks_uri`) says, read at first use.
+
+        Providers publish their keys at different paths (Cognito `/.well-known/jwks.json`, Keycloak
+        `/protocol/openid-connect/certs`, Okta `/v1/keys`); without a discovery document, Cognito's.
+        """
+        with self._lock:
+            if self._keys is None:
+                try:
+                    discovered = None if self._jwks_url else _discovered_jwks_uri(self._issuer)
+                except OSError as error:
+                    raise self._jwt.PyJWKClientConnectionError(f"the issuer's discovery document: {error}") from None
+                url = self._jwks_url or discovered or f"{self._issuer}/.well-known/jwks.json"
+                self._keys = self._jwt.PyJWKClient(url, cache_keys=True)
+            return self._keys
 
     def describe(self) -> str:
         return f"users from ID tokens of {self._issuer} (client {self._audience}), checked against its keys"
@@ -179,7 +220,7 @@ class JwtIdentity:
         jwt = self._jwt
         token = _bearer(request)
         try:
-            key = self._keys.get_signing_key_from_jwt(token)
+            key = self._key_client().get_signing_key_from_jwt(token)
             claims = jwt.decode(
                 token,
                 key.key,
