@@ -263,7 +263,9 @@ class _Call:
             output=None if part.is_error else part.result,
             error_text=_as_text(part.result) if part.is_error else None,
         )
-        self.result.content.append(("provider-result", (record, part.provider_metadata)))
+        if not part.preliminary:
+            # A preview (a partial image) is not the result: the next step sends the final one only.
+            self.result.content.append(("provider-result", (record, part.provider_metadata)))
         call_input = next((c.input for c in self.result.tool_calls if c.tool_call_id == part.tool_call_id), None)
         common: dict[str, Any] = {
             "tool_call_id": part.tool_call_id,
@@ -276,7 +278,9 @@ class _Call:
         if part.is_error:
             await self.emit(sp.ToolError(error=part.result, **common))
         else:
-            await self.emit(sp.ToolResult(output=part.result, preliminary=part.preliminary, **common))
+            # As `ai@7.0.173` (stream-language-model-call.ts): a provider result's chunk carries no
+            # `preliminary` flag; the final result replaces the preview in the UI message.
+            await self.emit(sp.ToolResult(output=part.result, **common))
 
 
 def _as_text(value: Any) -> str:
