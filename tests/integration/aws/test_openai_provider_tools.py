@@ -1,0 +1,182 @@
+"""OpenAI's built-in tools through the durable path, checked against the real AI SDK.
+
+For each tool the fake Responses server streams the API's own events (tests/support/
+openai_tool_events.py). The same stream is given to `ai@7` + `@ai-sdk/openai` (streamText with
+`createOpenAI({baseURL: fake})`, `toUIMessageStream`) and to a Stepline run on the local AWS
+(moto, the real state machine, the real `openai` SDK). Then:
+
+- the UI chunks in Stepline's event log are the SDK's (source ids aside: both are random);
+- the request carried the same `tools` and `include` as the SDK's;
+- the stored message holds the provider-executed tool part;
+- the next turn sends the tool's output item back as the SDK does for the same stored message
+  (an `item_reference` to the call's item), and nothing ran the tool on Stepline's side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from stepline.llm.openai import OpenAIResponsesModel
+from stepline.llm.openai import tools as openai_tools
+from stepline.loop.tools import Tool
+from stepline.runtime import worker
+from stepline.store.replay import chunks_of
+from tests.support import fake_openai as fo
+from tests.support import openai_tool_events as ev
+from tests.support.local_aws import LocalAws, local_aws
+from tests.support.runs import USER, final_message
+from tests.support.sdk_oracle import SdkOracle
+
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Case:
+    tool: Callable[[], Tool]
+    spec: Json
+    """The same tool for the SDK: `{id, args}` of `openai.tools.*`."""
+    events: Callable[[], list[Json]]
+    call_id: str
+
+
+CASES: dict[str, Case] = {
+    "web_search": Case(
+        lambda: openai_tools.web_search(
+            allowed_domains=["example.com"],
+            user_location=openai_tools.UserLocation(country="GB", city="London"),
+            search_context_size="low",
+        ),
+        {
+            "id": "openai.web_search",
+            "args": {
+                "filters": {"allowedDomains": ["example.com"]},
+                "userLocation": {"type": "approximate", "country": "GB", "city": "London"},
+                "searchContextSize": "low",
+            },
+        },
+        lambda: ev.web_search_response(sources=["https://example.com/a", "https://example.com/b"]),
+        "ws_1",
+    ),
+    "file_search": Case(
+        lambda: openai_tools.file_search(["vs_1"], max_num_results=5, score_threshold=0.5),
+        {
+            "id": "openai.file_search",
+            "args": {"vectorStoreIds": ["vs_1"], "maxNumResults": 5, "ranking": {"scoreThreshold": 0.5}},
+        },
+        ev.file_search_response,
+        "fs_1",
+    ),
+    "code_interpreter": Case(
+        lambda: openai_tools.code_interpreter(container=openai_tools.CodeInterpreterContainer(memory_limit="4g")),
+        {"id": "openai.code_interpreter", "args": {"container": {"memoryLimit": "4g"}}},
+        ev.code_interpreter_response,
+        "ci_1",
+    ),
+    "image_generation": Case(
+        lambda: openai_tools.image_generation(size="1024x1024", quality="low", partial_images=1),
+        {"id": "openai.image_generation", "args": {"size": "1024x1024", "quality": "low", "partialImages": 1}},
+        ev.image_generation_response,
+        "ig_1",
+    ),
+}
+
+
+_DELTAS = {"text-delta": ("id", "delta"), "tool-input-delta": ("toolCallId", "inputTextDelta")}
+
+
+def normalise(chunks: list[Json]) -> list[Json]:
+    """Source ids renamed in order of appearance; the run's message id and metadata left out.
+
+    Consecutive deltas of one part are joined: the event log batches what arrives together, so
+    how a text or an input is split into deltas is not part of what is compared.
+    """
+    names: dict[str, str] = {}
+    out: list[Json] = []
+    for chunk in chunks:
+        chunk = {key: value for key, value in chunk.items() if key not in ("messageMetadata", "messageId")}
+        if "sourceId" in chunk:
+            chunk["sourceId"] = names.setdefault(chunk["sourceId"], f"source-{len(names) + 1}")
+        delta = _DELTAS.get(chunk["type"])
+        if delta is not None and out and out[-1]["type"] == chunk["type"] and out[-1][delta[0]] == chunk[delta[0]]:
+            out[-1] = {**out[-1], delta[1]: out[-1][delta[1]] + chunk[delta[1]]}
+            continue
+        out.append(chunk)
+    return out
+
+
+def turn(aws: LocalAws, number: int, text: str) -> tuple[Json, list[Json]]:
+    """Run one turn of conversation `conv`; its stored assistant message and its UI chunks."""
+    run_id = f"run-{number}"
+    worker.begin_turn(
+        aws.services,
+        USER,
+        conversation_id="conv",
+        run_id=run_id,
+        assistant_message_id=f"a-{number}",
+        user_message={"id": f"u-{number}", "role": "user", "parts": [{"type": "text", "text": text}]},
+    )
+    assert aws.wait_execution(run_id, timeout=60) == "SUCCEEDED", aws.services.store.get_run(USER, run_id).error
+    chunks = chunks_of(aws.services.store.events_after(USER, run_id, 0, now=aws.services.clock()))
+    return final_message(aws, run_id), chunks
+
+
+def tool_items(items: list[Json], call_id: str) -> list[Json]:
+    return [item for item in items if item.get("id") == call_id]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_provider_tool_streams_stores_and_goes_back_like_the_sdk(sdk: SdkOracle, name: str) -> None:
+    case = CASES[name]
+    with fo.FakeOpenAI() as fake:
+        fake.responses(fo.responses_stream(case.events()))
+        expected = sdk.call(
+            "openaiStream", baseURL=fake.base_url, apiKey=fo.API_KEY, tools={name: case.spec}, prompt="hello"
+        )
+        assert expected["errors"] == []
+        sdk_request = fake.last_body(fo.RESPONSES_PATH)
+
+        answer = fo.responses_text_events("Done.", response_id="resp_2", item_id="msg_2")
+        fake.responses(fo.responses_stream(case.events()), fo.responses_stream(answer))
+        model = OpenAIResponsesModel("gpt-4.1", base_url=fake.base_url, api_key=fo.API_KEY)
+        with local_aws(model, tools=[case.tool()]) as aws:
+            stored, chunks = turn(aws, 1, "hello")
+            first_request = fake.last_body(fo.RESPONSES_PATH)
+            _, _ = turn(aws, 2, "and then?")
+            next_request = fake.last_body(fo.RESPONSES_PATH)
+
+        # 1. The UI chunks are the SDK's.
+        assert normalise(chunks) == normalise(expected["chunks"])
+        # 2. The tool went out as the SDK sends it.
+        assert first_request["tools"] == sdk_request["tools"]
+        assert first_request.get("include") == sdk_request.get("include")
+        # 3. The stored message holds the provider-executed call and its final output.
+        tool_parts = [p for p in stored["parts"] if p["type"] == f"tool-{name}"]
+        final_output = [c for c in expected["chunks"] if c["type"] == "tool-output-available"][-1]["output"]
+        assert len(tool_parts) == 1
+        assert tool_parts[0]["toolCallId"] == case.call_id
+        assert tool_parts[0]["state"] == "output-available" and tool_parts[0]["providerExecuted"] is True
+        assert tool_parts[0]["output"] == final_output
+        # 4. The next turn sends the call's item back by reference, as the SDK does for the same message.
+        history = [
+            {"id": "u-1", "role": "user", "parts": [{"type": "text", "text": "hello"}]},
+            {"id": stored["message_id"], "role": "assistant", "parts": stored["parts"]},
+            {"id": "u-2", "role": "user", "parts": [{"type": "text", "text": "and then?"}]},
+        ]
+        fake.responses(fo.responses_stream(answer))
+        sdk.call(
+            "openaiStream",
+            baseURL=fake.base_url,
+            apiKey=fo.API_KEY,
+            tools={name: case.spec},
+            messages=sdk.call("convert", messages=history),
+        )
+        sdk_next = fake.last_body(fo.RESPONSES_PATH)
+        reference = [{"type": "item_reference", "id": case.call_id}]
+        assert tool_items(next_request["input"], case.call_id) == reference
+        assert tool_items(sdk_next["input"], case.call_id) == reference
+        assert next_request["input"][1] == reference[0]  # right after the first user message, as OpenAI ordered it
+        fake.assert_all_consumed()
