@@ -55,6 +55,7 @@ from ..protocol.metadata import RetryRecord
 from . import telemetry
 from .callbacks import ModelCallEndEvent, ModelCallStartEvent, notify
 from .config import LoopConfig
+from .generated_files import DROP
 from .retry import as_model_error, may_retry, retry_reason
 from .state import ToolCallRecord, ToolResultRecord, UsageTotals
 from .tool_calls import parse_tool_call
@@ -257,6 +258,13 @@ class _Call:
         await self.on_tool_call(call, error)
 
     async def _provider_result(self, part: V4ToolResult) -> None:
+        files = self.config.generated_files
+        if files is not None and not part.is_error:
+            tool = self.config.tool(part.tool_name)
+            kept = await files.keep(tool, part.tool_call_id, part.result, preliminary=bool(part.preliminary))
+            if kept is DROP:
+                return
+            part = part.model_copy(update={"result": kept})
         record = ToolResultRecord(
             tool_call_id=part.tool_call_id,
             tool_name=part.tool_name,

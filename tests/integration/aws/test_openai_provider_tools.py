@@ -8,12 +8,15 @@ openai_tool_events.py). The same stream is given to `ai@7` + `@ai-sdk/openai` (s
 - the UI chunks in Stepline's event log are the SDK's (source ids aside: both are random);
 - the request carried the same `tools` and `include` as the SDK's;
 - the stored message holds the provider-executed tool part;
+- a generated image is an artifact in S3: the event log and the message carry its reference;
 - the next turn sends the tool's output item back as the SDK does for the same stored message
   (an `item_reference` to the call's item), and nothing ran the tool on Stepline's side.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -120,8 +123,27 @@ def turn(aws: LocalAws, number: int, text: str) -> tuple[Json, list[Json]]:
         user_message={"id": f"u-{number}", "role": "user", "parts": [{"type": "text", "text": text}]},
     )
     assert aws.wait_execution(run_id, timeout=60) == "SUCCEEDED", aws.services.store.get_run(USER, run_id).error
-    chunks = chunks_of(aws.services.store.events_after(USER, run_id, 0, now=aws.services.clock()))
+    chunks = list(chunks_of(aws.services.store.events_after(USER, run_id, 0, now=aws.services.clock())))
     return final_message(aws, run_id), chunks
+
+
+def stored_image_chunks(chunks: list[Json], stored: Json, aws: LocalAws) -> list[Json]:
+    """The SDK's chunks as the durable path sends them: the image is an artifact, previews are not sent.
+
+    Checks the artifact on the way: the message's output names it, and its file holds the image.
+    """
+    part = next(p for p in stored["parts"] if p["type"] == "tool-image_generation")
+    reference = part["output"]
+    assert set(reference) == {"artifactId", "title", "url", "mediaType"}
+    assert reference["mediaType"] == "image/png" and reference["url"] == f"/api/artifacts/{reference['artifactId']}"
+    artifact = aws.services.store.get_artifact(USER, reference["artifactId"])
+    assert (artifact.message_id, artifact.tool_call_id, artifact.type) == (stored["message_id"], "ig_1", "file")
+    assert artifact.storage_key is not None
+    assert aws.services.blobs is not None
+    assert aws.services.blobs.get_object(artifact.storage_key) == base64.b64decode(ev.IMAGE_B64)
+    outputs = [c for c in chunks if c["type"] == "tool-output-available"]
+    assert [c["output"]["result"] for c in outputs] == [ev.PARTIAL_B64, ev.IMAGE_B64]
+    return [{**c, "output": reference} if c is outputs[-1] else c for c in chunks if c is not outputs[0]]
 
 
 def tool_items(items: list[Json], call_id: str) -> list[Json]:
@@ -145,14 +167,20 @@ def test_a_provider_tool_streams_stores_and_goes_back_like_the_sdk(sdk: SdkOracl
         with local_aws(model, tools=[case.tool()]) as aws:
             stored, chunks = turn(aws, 1, "hello")
             first_request = fake.last_body(fo.RESPONSES_PATH)
+            # OpenAI ran the tool: Stepline claimed nothing (no tool-call record to redo or reuse).
+            assert aws.services.store.list_tool_calls(USER, "run-1") == []
             _, _ = turn(aws, 2, "and then?")
             next_request = fake.last_body(fo.RESPONSES_PATH)
+            if name == "image_generation":
+                expected["chunks"] = stored_image_chunks(expected["chunks"], stored, aws)
 
         # 1. The UI chunks are the SDK's.
         assert normalise(chunks) == normalise(expected["chunks"])
         # 2. The tool went out as the SDK sends it.
         assert first_request["tools"] == sdk_request["tools"]
         assert first_request.get("include") == sdk_request.get("include")
+        # No generated image travels through the event log or the stored message.
+        assert ev.IMAGE_B64 not in json.dumps(chunks) and ev.PARTIAL_B64 not in json.dumps(stored)
         # 3. The stored message holds the provider-executed call and its final output.
         tool_parts = [p for p in stored["parts"] if p["type"] == f"tool-{name}"]
         final_output = [c for c in expected["chunks"] if c["type"] == "tool-output-available"][-1]["output"]
