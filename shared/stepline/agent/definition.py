@@ -380,13 +380,17 @@ def _describe(setting: object) -> JsonValue:
 
 
 def _tool_description(tool: Tool) -> JsonValue:
-    return {
+    described: dict[str, JsonValue] = {
         "name": tool.name,
         "description": tool.description,
         "input": tool.input_schema,
         "clientSide": tool.client_side,
         "approval": _describe(tool.approval),
     }
+    if tool.provider is not None:
+        # A provider tool is its id and options: changing them changes the definition.
+        described["provider"] = {"id": tool.provider.id, "args": tool.provider.args}
+    return described
 
 
 def _rebuild() -> None:
