@@ -25,6 +25,7 @@ import pytest
 
 from stepline.llm.openai import OpenAIResponsesModel
 from stepline.llm.openai import tools as openai_tools
+from stepline.local.workflow import SimulatedCrash
 from stepline.loop.tools import Tool
 from stepline.runtime import worker
 from stepline.store.replay import chunks_of
@@ -207,4 +208,51 @@ def test_a_provider_tool_streams_stores_and_goes_back_like_the_sdk(sdk: SdkOracl
         assert tool_items(next_request["input"], case.call_id) == reference
         assert tool_items(sdk_next["input"], case.call_id) == reference
         assert next_request["input"][1] == reference[0]  # right after the first user message, as OpenAI ordered it
+        fake.assert_all_consumed()
+
+
+class _Crash(SimulatedCrash):
+    """The step's process dying: Step Functions sees `Lambda.Unknown` and redoes the step."""
+
+    lambda_error_type = "Lambda.Unknown"
+
+
+class _CrashBeforeSave:
+    """The real store; the first `save_step` dies before it writes (the step streamed, nothing saved)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.crashed = False
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._store, name)
+        if name != "save_step" or self.crashed:
+            return attribute
+
+        def crash(*args: Any, **kwargs: Any) -> Any:
+            self.crashed = True
+            raise _Crash("process died before the step was saved")
+
+        return crash
+
+
+def test_a_step_redone_after_a_crash_asks_the_provider_again_and_keeps_one_result() -> None:
+    """docs/loop.md: the provider may run its tool again; the message still has one tool part."""
+    with fo.FakeOpenAI() as fake:
+        fake.responses(*(fo.responses_stream(ev.image_generation_response()) for _ in range(2)))
+        model = OpenAIResponsesModel("gpt-4.1", base_url=fake.base_url, api_key=fo.API_KEY)
+        with local_aws(model, tools=[CASES["image_generation"].tool()]) as aws:
+            faulty = _CrashBeforeSave(aws.services.store)
+            aws.services.store = faulty  # type: ignore[assignment]
+            stored, chunks = turn(aws, 1, "draw")
+            assert faulty.crashed
+            # The redone step called the model again, and OpenAI generated the image again.
+            assert len(fake.requests_to(fo.RESPONSES_PATH)) == 2
+            assert "reset-step" in [c["type"] for c in chunks]
+            tool_parts = [p for p in stored["parts"] if p["type"] == "tool-image_generation"]
+            assert len(tool_parts) == 1 and tool_parts[0]["state"] == "output-available"
+            # The same item stored twice is one artifact.
+            artifacts = aws.services.store.list_message_artifacts(USER, stored["message_id"])
+            assert [a.artifact_id for a in artifacts] == [tool_parts[0]["output"]["artifactId"]]
+            assert aws.services.store.list_tool_calls(USER, "run-1") == []
         fake.assert_all_consumed()
