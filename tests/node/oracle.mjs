@@ -158,7 +158,8 @@ async function runStreamText({ script, tools = {}, toolApproval, stopSteps = 1, 
 }
 
 // streamText with the real OpenAI provider against Stepline's fake server (tests/support/fake_openai.py):
-// `tools` maps a tool name to `{id, args}` of one of OpenAI's built-in tools.
+// `tools` maps a tool name to `{id, args}` of one of OpenAI's built-in tools, or to a function tool
+// spec as runStreamText takes (`{kind: "returns", value}`).
 async function openaiStream({ baseURL, apiKey, modelId = 'gpt-4.1', tools = {}, prompt, messages, providerOptions, toolChoice, stopSteps = 1 }) {
   const { createOpenAI } = await import('@ai-sdk/openai');
   const openai = createOpenAI({ baseURL, apiKey });
@@ -168,7 +169,13 @@ async function openaiStream({ baseURL, apiKey, modelId = 'gpt-4.1', tools = {}, 
     'openai.code_interpreter': openai.tools.codeInterpreter,
     'openai.image_generation': openai.tools.imageGeneration,
   };
-  const toolSet = Object.fromEntries(Object.entries(tools).map(([name, spec]) => [name, factories[spec.id](spec.args ?? {})]));
+  const controller = new AbortController();
+  const toolSet = Object.fromEntries(
+    Object.entries(tools).map(([name, spec]) => [
+      name,
+      spec.id != null ? factories[spec.id](spec.args ?? {}) : makeTool(spec, controller),
+    ]),
+  );
   const errors = [];
   const result = streamText({
     model: openai.responses(modelId),

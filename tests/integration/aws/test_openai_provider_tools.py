@@ -256,3 +256,67 @@ def test_a_step_redone_after_a_crash_asks_the_provider_again_and_keeps_one_resul
             assert [a.artifact_id for a in artifacts] == [tool_parts[0]["output"]["artifactId"]]
             assert aws.services.store.list_tool_calls(USER, "run-1") == []
         fake.assert_all_consumed()
+
+
+def _search_then_function_call() -> list[Json]:
+    """One response: a web search (output 0), then a call of the function tool `weather` (output 1)."""
+    search = ev.web_search_response(sources=["https://example.com/a"])
+    tool_items = [e for e in search if e.get("output_index") == 0 or e.get("item_id") == "ws_1"]
+    item = {"id": "fc_1", "type": "function_call", "status": "in_progress", "call_id": "call_1", "name": "weather"}
+    arguments = '{"city":"Paris"}'
+    call = [
+        {"type": "response.output_item.added", "output_index": 1, "item": {**item, "arguments": ""}},
+        {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 1, "delta": arguments},
+        {"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 1, "arguments": arguments},
+        {
+            "type": "response.output_item.done",
+            "output_index": 1,
+            "item": {**item, "status": "completed", "arguments": arguments},
+        },
+    ]
+    return [search[0], search[1], *tool_items, *call, search[-1]]
+
+
+def test_the_next_step_of_a_run_sends_the_search_back_before_the_function_call_like_the_sdk(sdk: SdkOracle) -> None:
+    weather = Tool(name="weather", input_schema={"type": "object"}, execute=lambda _: {"temperature": 18})
+    answer = fo.responses_text_events("18 degrees.", response_id="resp_2", item_id="msg_2")
+    tools = {
+        "web_search": {"id": "openai.web_search", "args": {}},
+        "weather": {"kind": "returns", "value": {"temperature": 18}},
+    }
+    with fo.FakeOpenAI() as fake:
+        fake.responses(fo.responses_stream(_search_then_function_call()), fo.responses_stream(answer))
+        expected = sdk.call(
+            "openaiStream", baseURL=fake.base_url, apiKey=fo.API_KEY, tools=tools, prompt="hello", stopSteps=2
+        )
+        assert expected["errors"] == []
+        sdk_second = fake.last_body(fo.RESPONSES_PATH)["input"]
+
+        fake.responses(fo.responses_stream(_search_then_function_call()), fo.responses_stream(answer))
+        model = OpenAIResponsesModel("gpt-4.1", base_url=fake.base_url, api_key=fo.API_KEY)
+        with local_aws(model, tools=[openai_tools.web_search(), weather], max_steps=2) as aws:
+            stored, chunks = turn(aws, 1, "hello")
+        ours_second = fake.last_body(fo.RESPONSES_PATH)["input"]
+        fake.assert_all_consumed()
+
+    # Not about provider tools, left as it is: for the function call the SDK puts the call's
+    # `providerMetadata` on the output chunk, Stepline on the input chunk.
+    def without_call_metadata(chunks: list[Json]) -> list[Json]:
+        return [
+            {k: v for k, v in c.items() if not (k == "providerMetadata" and c.get("toolCallId") == "call_1")}
+            for c in chunks
+        ]
+
+    assert normalise(without_call_metadata(chunks)) == normalise(without_call_metadata(expected["chunks"]))
+
+    # The search goes back by reference, then the function call and its output, as the SDK sends them.
+    def tool_items_of(items: list[Json]) -> list[Json]:
+        return [
+            {k: v for k, v in i.items() if k != "id" or i["type"] == "item_reference"}
+            for i in items
+            if i.get("type") in ("item_reference", "function_call", "function_call_output") and i.get("id") != "msg_ws"
+        ]
+
+    assert tool_items_of(ours_second) == tool_items_of(sdk_second)
+    assert tool_items_of(ours_second)[0] == {"type": "item_reference", "id": "ws_1"}
+    assert [p["type"] for p in stored["parts"] if p["type"].startswith("tool-")] == ["tool-web_search", "tool-weather"]
