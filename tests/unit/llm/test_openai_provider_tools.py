@@ -325,3 +325,16 @@ def test_nothing_goes_back_in_a_conversation_or_for_a_denied_call() -> None:
         assistant_with_search(ExecutionDeniedOutput(reason="no")), openai_tools.web_search(name="search")
     )
     assert [i for i in items if i.get("type") == "item_reference"] == []
+
+
+def test_outputs_keep_the_fields_the_sdk_keeps() -> None:
+    # The SDK's schemas drop fields they do not name; a newer API field does not leak into the part.
+    events = ev.code_interpreter_response()
+    done = next(e for e in events if e["type"] == "response.output_item.done" and e["output_index"] == 0)
+    done["item"]["outputs"] = [
+        {"type": "logs", "logs": "ok", "truncated": False},
+        {"type": "image", "url": "u", "x": 1},
+    ]
+    parts = stream(events, [definition(openai_tools.code_interpreter())])
+    result = next(p for p in parts if p["type"] == "tool-result")
+    assert result["result"] == {"outputs": [{"type": "logs", "logs": "ok"}, {"type": "image", "url": "u"}]}

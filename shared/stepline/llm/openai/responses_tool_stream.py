@@ -119,7 +119,7 @@ class ProviderToolStream:
             case "code_interpreter_call":
                 if output_index is not None:
                     self._code_calls.pop(output_index, None)
-                result: Json = {"outputs": item["outputs"]} if "outputs" in item else {}
+                result: Json = {"outputs": _code_outputs(item["outputs"])} if "outputs" in item else {}
                 return [self._result(item_id, "code_interpreter", result)]
             case "file_search_call":
                 return self._file_search_done(item_id, item)
@@ -284,6 +284,21 @@ class ProviderToolStream:
         return f"src_{uuid.uuid4().hex[:16]}"
 
 
+_SOURCE_KEYS = {"url": ("type", "url"), "api": ("type", "name")}
+_OUTPUT_KEYS = {"logs": ("type", "logs"), "image": ("type", "url")}
+
+
+def _keep(entry: Json, keys: dict[str, tuple[str, ...]]) -> Json:
+    """The fields the SDK's schema keeps for an entry of this type (it drops the others)."""
+    wanted = keys.get(str(entry.get("type")))
+    return entry if wanted is None else {key: entry[key] for key in wanted if key in entry}
+
+
+def _code_outputs(value: Any) -> list[Json] | None:
+    outputs = _dicts(value)
+    return None if outputs is None else [_keep(output, _OUTPUT_KEYS) for output in outputs]
+
+
 def _dicts(value: Any) -> list[Json] | None:
     """The objects of a JSON array (None when `value` is not an array)."""
     if not isinstance(value, list):
@@ -314,7 +329,7 @@ def _web_search_output(action: Json | None) -> Json:
                 search["queries"] = action["queries"]
             output: Json = {"action": search}
             if action.get("sources") is not None:
-                output["sources"] = action["sources"]
+                output["sources"] = [_keep(source, _SOURCE_KEYS) for source in _dicts(action["sources"]) or []]
             return output
         case "open_page":
             return {"action": {"type": "openPage", "url": action.get("url")}}
