@@ -7,7 +7,8 @@ openai_tool_events.py). The same stream is given to `ai@7` + `@ai-sdk/openai` (s
 
 - the UI chunks in Stepline's event log are the SDK's (source ids aside: both are random);
 - the request carried the same `tools` and `include` as the SDK's;
-- the stored message holds the provider-executed tool part;
+- the stored message holds the provider-executed tool part, and is what ai@7's `readUIMessageStream`
+  makes of the chunks Stepline sent;
 - a generated image is an artifact in S3: the event log and the message carry its reference;
 - the next turn sends the tool's output item back as the SDK does for the same stored message
   (an `item_reference` to the call's item), and nothing ran the tool on Stepline's side.
@@ -182,7 +183,10 @@ def test_a_provider_tool_streams_stores_and_goes_back_like_the_sdk(sdk: SdkOracl
         assert first_request.get("include") == sdk_request.get("include")
         # No generated image travels through the event log or the stored message.
         assert ev.IMAGE_B64 not in json.dumps(chunks) and ev.PARTIAL_B64 not in json.dumps(stored)
-        # 3. The stored message holds the provider-executed call and its final output.
+        # 3. The stored message is what ai@7 makes of the chunks Stepline sent.
+        reduced = sdk.call("reduce", chunks=chunks)
+        assert reduced["errors"] == [] and reduced["final"]["parts"] == stored["parts"]
+        # The stored message holds the provider-executed call and its final output.
         tool_parts = [p for p in stored["parts"] if p["type"] == f"tool-{name}"]
         final_output = [c for c in expected["chunks"] if c["type"] == "tool-output-available"][-1]["output"]
         assert len(tool_parts) == 1
