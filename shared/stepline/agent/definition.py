@@ -387,8 +387,7 @@ def _tool_description(tool: Tool) -> JsonValue:
         "clientSide": tool.client_side,
         "approval": _describe(tool.approval),
     }
-    if tool.provider is not None:
-        # A provider tool is its id and options: changing them changes the definition.
+    if tool.provider is not None:  # only then, so the fingerprints of function tools stay as they were
         described["provider"] = {"id": tool.provider.id, "args": tool.provider.args}
     return described
 

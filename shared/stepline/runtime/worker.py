@@ -400,7 +400,7 @@ def _tool_rows(run: RunRecord, state: LoopState) -> list[ToolCallRecord]:
     rows: list[ToolCallRecord] = []
     for call in step.tool_calls:
         if call.provider_executed:
-            continue  # the provider ran it inside the model call: Stepline has nothing to claim or close
+            continue  # the provider ran it: never claimed, so no row (a pending one would end as an error)
         result = results.get(call.tool_call_id)
         status: Any = "pending"
         if call.tool_call_id in awaiting:
