@@ -1,7 +1,8 @@
 """ModelCallOptions → the keyword arguments of `AsyncOpenAI().responses.create` (pure).
 
 Mirrors `getArgs` of `@ai-sdk/openai` 4.0.46 (`src/responses/openai-responses-language-model.ts`)
-and `prepareResponsesTools` for function tools. Every providerOptions key lands on its request field:
+and `prepareResponsesTools` for tools (`responses_tools`: function tools and OpenAI's built-in
+ones). Every providerOptions key lands on its request field:
 
     conversation, instructions, maxToolCalls, metadata, parallelToolCalls, previousResponseId,
     promptCacheKey, promptCacheOptions, promptCacheRetention, safetyIdentifier, serviceTier,

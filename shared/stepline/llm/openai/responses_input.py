@@ -9,6 +9,8 @@ tools. Items carry what the API needs to continue a conversation:
                     {"type": "reasoning", "id"?, "encrypted_content"?, "summary": [summary_text]}
                     {"type": "function_call", "call_id", "name", "arguments", "id"?}
                     {"type": "compaction", "id", "encrypted_content"}      (custom `openai.compaction`)
+                    {"type": "item_reference", "id"} / {"type": "web_search_call", …} for the calls
+                    and results of OpenAI's built-in tools (`provider_items`, @ai-sdk/openai 4.0.118)
     tool         -> {"type": "function_call_output", "call_id", "output"}
 
 Reasoning parts that share an OpenAI item id (one per summary part) become one reasoning item
