@@ -157,7 +157,42 @@ async function runStreamText({ script, tools = {}, toolApproval, stopSteps = 1, 
   return { chunks: plain(chunks), calls: call };
 }
 
-const ops = { runStreamText, partialJson, reduce, convert, validate, parseSse, sseToMessage, mapParts };
+// streamText with the real OpenAI provider against Stepline's fake server (tests/support/fake_openai.py):
+// `tools` maps a tool name to `{id, args}` of one of OpenAI's built-in tools, or to a function tool
+// spec as runStreamText takes (`{kind: "returns", value}`).
+async function openaiStream({ baseURL, apiKey, modelId = 'gpt-4.1', tools = {}, prompt, messages, providerOptions, toolChoice, stopSteps = 1 }) {
+  const { createOpenAI } = await import('@ai-sdk/openai');
+  const openai = createOpenAI({ baseURL, apiKey });
+  const factories = {
+    'openai.web_search': openai.tools.webSearch,
+    'openai.file_search': openai.tools.fileSearch,
+    'openai.code_interpreter': openai.tools.codeInterpreter,
+    'openai.image_generation': openai.tools.imageGeneration,
+  };
+  const controller = new AbortController();
+  const toolSet = Object.fromEntries(
+    Object.entries(tools).map(([name, spec]) => [
+      name,
+      spec.id != null ? factories[spec.id](spec.args ?? {}) : makeTool(spec, controller),
+    ]),
+  );
+  const errors = [];
+  const result = streamText({
+    model: openai.responses(modelId),
+    ...(prompt != null ? { prompt } : { messages }),
+    tools: toolSet,
+    ...(providerOptions != null ? { providerOptions } : {}),
+    ...(toolChoice != null ? { toolChoice } : {}),
+    stopWhen: isStepCount(stopSteps),
+    onError: ({ error }) => errors.push(describeError(error)),
+  });
+  const chunks = [];
+  for await (const chunk of result.toUIMessageStream({ generateMessageId: () => 'msg-1', sendSources: true })) chunks.push(chunk);
+  const response = await result.response;
+  return { chunks: plain(chunks), messages: plain(response.messages), errors };
+}
+
+const ops = { openaiStream, runStreamText, partialJson, reduce, convert, validate, parseSse, sseToMessage, mapParts };
 
 const lines = readline.createInterface({ input: process.stdin });
 for await (const line of lines) {

@@ -19,6 +19,7 @@ from pydantic import BaseModel, JsonValue
 from ..llm.base import LanguageModel, ToolChoice
 from ..protocol.model_messages import ProviderOptions, SystemModelMessage
 from .callbacks import Callbacks
+from .generated_files import GeneratedFiles
 from .stop import StopCondition, is_step_count
 from .tool_guard import ToolGuard
 from .tools import ApprovalPolicy, ApprovalSetting, ApprovalStatus, Tool
@@ -174,6 +175,9 @@ class LoopConfig:
     abort: AbortSignal | None = None
     tool_guard: ToolGuard | None = None
     """Exactly-once execution across processes (the AWS step handler installs a store-backed one)."""
+    generated_files: GeneratedFiles | None = None
+    """Stores files provider tools generate, so results carry a reference (the step handler installs
+    one writing artifacts to S3); None streams results as the provider sent them."""
     tracer: Any = None
     """An OpenTelemetry tracer; spans per run, step, model call and tool when set (off otherwise)."""
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep

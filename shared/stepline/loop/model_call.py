@@ -55,6 +55,7 @@ from ..protocol.metadata import RetryRecord
 from . import telemetry
 from .callbacks import ModelCallEndEvent, ModelCallStartEvent, notify
 from .config import LoopConfig
+from .generated_files import DROP
 from .retry import as_model_error, may_retry, retry_reason
 from .state import ToolCallRecord, ToolResultRecord, UsageTotals
 from .tool_calls import parse_tool_call
@@ -257,13 +258,22 @@ class _Call:
         await self.on_tool_call(call, error)
 
     async def _provider_result(self, part: V4ToolResult) -> None:
+        files = self.config.generated_files
+        if files is not None and not part.is_error:
+            tool = self.config.tool(part.tool_name)
+            kept = await files.keep(tool, part.tool_call_id, part.result, preliminary=bool(part.preliminary))
+            if kept is DROP:
+                return
+            part = part.model_copy(update={"result": kept})
         record = ToolResultRecord(
             tool_call_id=part.tool_call_id,
             tool_name=part.tool_name,
             output=None if part.is_error else part.result,
             error_text=_as_text(part.result) if part.is_error else None,
         )
-        self.result.content.append(("provider-result", (record, part.provider_metadata)))
+        if not part.preliminary:
+            # A preview (a partial image) is not the result: the next step sends the final one only.
+            self.result.content.append(("provider-result", (record, part.provider_metadata)))
         call_input = next((c.input for c in self.result.tool_calls if c.tool_call_id == part.tool_call_id), None)
         common: dict[str, Any] = {
             "tool_call_id": part.tool_call_id,
@@ -276,7 +286,9 @@ class _Call:
         if part.is_error:
             await self.emit(sp.ToolError(error=part.result, **common))
         else:
-            await self.emit(sp.ToolResult(output=part.result, preliminary=part.preliminary, **common))
+            # As `ai@7.0.173` (stream-language-model-call.ts): a provider result's chunk carries no
+            # `preliminary` flag; the final result replaces the preview in the UI message.
+            await self.emit(sp.ToolResult(output=part.result, **common))
 
 
 def _as_text(value: Any) -> str:

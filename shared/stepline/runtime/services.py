@@ -23,7 +23,9 @@ from ..loop.tools import Tool
 from ..store.blobs import BlobStore
 from ..store.event_batcher import DEFAULT_WINDOW
 from ..store.ports import Store
+from ..tools.context import RunContext
 from .approval_links import ApprovalLinks
+from .generated_files import ArtifactFiles
 from .guard import StoreToolGuard
 from .notifications import NoNotifier, Notifier
 from .stream_push import RunNotifier
@@ -143,14 +145,20 @@ class Services:
     async def step_config(
         self, agent: Agent, *, user_id: str, run_id: str, claim_token: str, context: Any, **overrides: Any
     ) -> LoopConfig:
-        """The loop configuration of one step of a run (with the store-backed tool guard)."""
+        """The loop configuration of one step of a run.
+
+        With the store-backed tool guard, and generated files kept as artifacts when the run has a
+        `RunContext`.
+        """
         guard = StoreToolGuard(self.store, user_id=user_id, run_id=run_id, claim_token=claim_token, now=self.clock)
+        files = ArtifactFiles(context) if isinstance(context, RunContext) else None
         return await agent.loop_config(
             model=self.model_for(agent),
             context=context,
             max_steps=self.max_steps,
             approval_secret=self.approval_secret,
             tool_guard=guard,
+            generated_files=files,
             clock=self.clock,
             **overrides,
         )

@@ -3,11 +3,16 @@
     model               the `LanguageModel`s: the thin I/O layer over the pure modules below
     options             providerOptions models, validation and warnings
     capabilities        what each API and model family accepts
+    tools               OpenAI's built-in tools (web search, file search, code interpreter,
+                        image generation) as loop `Tool`s an agent lists
     prompt,             ModelMessage list + call options -> request keyword arguments
     responses_input,
+    provider_items,
+    responses_tools,
     responses_convert,
     chat_convert
     responses_stream,   provider events -> V4 stream parts
+    responses_tool_stream,
     chat_stream
     stream_common       usage and in-stream error frames for both stream state machines
     errors              SDK exceptions -> ModelCallError

@@ -23,8 +23,8 @@ import httpx2
 import openai
 from pydantic import JsonValue
 
-from ..base import ModelCallOptions, ModelCapabilities, ModelStreamPart, V4Raw, V4StreamStart
-from ..errors import ModelCallError
+from ..base import ModelCallOptions, ModelCapabilities, ModelStreamPart, ProviderTool, V4Raw, V4StreamStart
+from ..errors import ModelCallError, UnsupportedCapabilityError
 from .capabilities import chat_capabilities, responses_capabilities
 from .chat_convert import build_chat_request
 from .chat_stream import ChatStreamState
@@ -196,7 +196,7 @@ class OpenAIResponsesModel(_OpenAIModelBase):
                 **request.body, stream=True, extra_headers=options.headers or None, timeout=self._timeout
             )
 
-        state = ResponsesStreamState(provider=self._provider)
+        state = ResponsesStreamState(provider=self._provider, tool_names=request.tool_names)
         async for part in self._run(open_stream, state, request.warnings, options.include_raw_chunks, request.body):
             yield part
 
@@ -252,7 +252,9 @@ class OpenAIModel:
     `auto` asks the server once per base URL whether it has the Responses API (`POST /responses`
     with an empty body: OpenAI answers 400 for the missing model, a server without the route
     answers 404) and uses Chat Completions when it does not. The answer is cached per base URL
-    in `api_cache` (a process-wide cache by default).
+    in `api_cache` (a process-wide cache by default). A call listing one of OpenAI's built-in
+    tools (`stepline.llm.openai.tools`) never falls back: on a server without the Responses API
+    it fails with `UnsupportedCapabilityError` before the model is called.
 
     Args:
         model_id: The model, e.g. `"gpt-5-mini"`.
@@ -332,6 +334,16 @@ class OpenAIModel:
     async def stream(self, options: ModelCallOptions) -> AsyncIterator[ModelStreamPart]:
         """Stream one call on the resolved API; see `LanguageModel.stream`."""
         api = await self.resolve_api()
+        if api == "chat":
+            # OpenAI's built-in tools exist only on the Responses API: no silent fallback without them.
+            for tool in options.tools:
+                if isinstance(tool, ProviderTool):
+                    raise UnsupportedCapabilityError(
+                        f"the provider tool {tool.id} ({tool.name}) needs the OpenAI Responses API, "
+                        f"which {self._responses.base_url} does not serve (api='auto' chose Chat Completions)",
+                        provider=self.provider,
+                        model_id=self.model_id,
+                    )
         model = self._chat if api == "chat" else self._responses
         async for part in model.stream(options):
             yield part

@@ -1,7 +1,8 @@
 """ModelCallOptions → the keyword arguments of `AsyncOpenAI().responses.create` (pure).
 
 Mirrors `getArgs` of `@ai-sdk/openai` 4.0.46 (`src/responses/openai-responses-language-model.ts`)
-and `prepareResponsesTools` for function tools. Every providerOptions key lands on its request field:
+and `prepareResponsesTools` for tools (`responses_tools`: function tools and OpenAI's built-in
+ones). Every providerOptions key lands on its request field:
 
     conversation, instructions, maxToolCalls, metadata, parallelToolCalls, previousResponseId,
     promptCacheKey, promptCacheOptions, promptCacheRetention, safetyIdentifier, serviceTier,
@@ -21,15 +22,13 @@ Settings the API or model does not take are left out with a `stream-start` warni
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..base import FunctionTool, ModelCallOptions, ModelCapabilities, ResponseFormat, ToolChoice
-from ..errors import function_tools_only
+from ..base import ModelCallOptions, ModelCapabilities, ProviderTool, ResponseFormat
 from .capabilities import OpenAIModelFamily, model_family, responses_capabilities, service_tier_warning
 from .options import (
     TOP_LOGPROBS_MAX,
-    AllowedTools,
     CallWarning,
     OpenAIResponsesOptions,
     parse_responses_options,
@@ -37,6 +36,7 @@ from .options import (
 )
 from .prompt import FileTarget
 from .responses_input import ResponsesInputContext, convert_responses_input
+from .responses_tools import ToolNames, prepare_responses_tools
 
 __all__ = ["API_LABEL", "ResponsesRequest", "build_responses_request"]
 
@@ -69,6 +69,8 @@ class ResponsesRequest:
     body: Body
     warnings: list[CallWarning]
     options: OpenAIResponsesOptions
+    tool_names: ToolNames = field(default_factory=ToolNames)
+    """The agent's names for OpenAI's built-in tools in this call (the stream reports calls by them)."""
 
 
 def build_responses_request(
@@ -82,9 +84,11 @@ def build_responses_request(
     settings, warnings = parse_responses_options(options.provider_options, provider=provider)
     family = model_family(model_id)
     is_reasoning = settings.force_reasoning if settings.force_reasoning is not None else family.is_reasoning_model
+    tool_names = ToolNames.of(options.tools)
     context = _input_context(
         model_id, settings, provider=provider, capabilities=capabilities, is_reasoning=is_reasoning
     )
+    context = replace(context, tool_names=tool_names)
     items, input_warnings = convert_responses_input(options.prompt, context)
     warnings.extend(input_warnings)
     if settings.compaction_trigger:
@@ -93,17 +97,22 @@ def build_responses_request(
     body: Body = {"model": model_id, "input": items}
     effort = settings.reasoning_effort or _call_reasoning(options.reasoning)
     body.update(_sampling(options, is_reasoning=is_reasoning, effort=effort, family=family, warnings=warnings))
-    body.update(_provider_fields(settings, family=family, is_reasoning=is_reasoning, warnings=warnings))
+    body.update(_provider_fields(settings, options, family=family, is_reasoning=is_reasoning, warnings=warnings))
     body.update(
         _reasoning_fields(settings, options.reasoning, effort=effort, is_reasoning=is_reasoning, warnings=warnings)
     )
-    tools = function_tools_only(options.tools, provider=provider, model_id=model_id, api="the Responses API")
-    body.update(_tool_fields(tools, options.tool_choice, settings.allowed_tools, warnings))
+    tool_fields = prepare_responses_tools(
+        options.tools, options.tool_choice, settings.allowed_tools, warnings, provider=provider, model_id=model_id
+    )
+    body.update(tool_fields)
     text = _text_config(options.response_format, strict=settings.strict_json_schema, verbosity=settings.text_verbosity)
     if text:
         body["text"] = text
     return ResponsesRequest(
-        body={key: value for key, value in body.items() if value is not None}, warnings=warnings, options=settings
+        body={key: value for key, value in body.items() if value is not None},
+        warnings=warnings,
+        options=settings,
+        tool_names=tool_names,
     )
 
 
@@ -127,6 +136,7 @@ def _input_context(
         pass_through_unsupported_files=bool(settings.pass_through_unsupported_files),
         has_conversation=settings.conversation is not None,
         has_previous_response_id=settings.previous_response_id is not None,
+        store=settings.store is not False,
     )
 
 
@@ -166,7 +176,12 @@ def _sampling(
 
 
 def _provider_fields(
-    settings: OpenAIResponsesOptions, *, family: OpenAIModelFamily, is_reasoning: bool, warnings: list[CallWarning]
+    settings: OpenAIResponsesOptions,
+    options: ModelCallOptions,
+    *,
+    family: OpenAIModelFamily,
+    is_reasoning: bool,
+    warnings: list[CallWarning],
 ) -> Body:
     body: Body = {field: getattr(settings, attribute) for attribute, field in _DIRECT_FIELDS}
     if settings.conversation is not None and settings.previous_response_id is not None:
@@ -178,11 +193,12 @@ def _provider_fields(
         body["context_management"] = [
             {"type": entry.type, "compact_threshold": entry.compact_threshold} for entry in settings.context_management
         ]
-    include = list(settings.include or [])
+    include: list[str] = list(settings.include or [])
     top_logprobs = _top_logprobs(settings.logprobs)
     if top_logprobs is not None:
         body["top_logprobs"] = top_logprobs
         include.append("message.output_text.logprobs")
+    include.extend(_tool_includes(options))
     if settings.store is False and is_reasoning:
         # Without server-side storage the reasoning chain can only come back as encrypted content.
         include.append("reasoning.encrypted_content")
@@ -193,6 +209,17 @@ def _provider_fields(
         warnings.append(tier_warning)
         body["service_tier"] = None
     return body
+
+
+def _tool_includes(options: ModelCallOptions) -> list[str]:
+    # As the SDK does: a web search's sources and a code run's outputs are asked for when listed.
+    ids = {tool.id for tool in options.tools if isinstance(tool, ProviderTool)}
+    include: list[str] = []
+    if "openai.web_search" in ids:
+        include.append("web_search_call.action.sources")
+    if "openai.code_interpreter" in ids:
+        include.append("code_interpreter_call.outputs")
+    return include
 
 
 def _top_logprobs(logprobs: bool | int | None) -> int | None:
@@ -234,43 +261,6 @@ def _reasoning_fields(
     if _call_reasoning(call_reasoning) is not None and settings.reasoning_effort is None:
         warnings.append(unsupported_warning("reasoning", "reasoning is not supported for non-reasoning models"))
     return {}
-
-
-def _tool_fields(
-    tools: list[FunctionTool], tool_choice: ToolChoice | None, allowed: AllowedTools | None, warnings: list[CallWarning]
-) -> Body:
-    if not tools:
-        return {}
-    function_tools = [_function_tool(tool) for tool in tools]
-    if allowed is not None:
-        return {"tools": function_tools, "tool_choice": _allowed_tools(allowed, tools, warnings)}
-    return {"tools": function_tools, "tool_choice": _tool_choice(tool_choice)}
-
-
-def _function_tool(tool: FunctionTool) -> Body:
-    item: Body = {"type": "function", "name": tool.name}
-    if tool.description is not None:
-        item["description"] = tool.description
-    item["parameters"] = tool.input_schema
-    if tool.strict is not None:
-        item["strict"] = tool.strict
-    return item
-
-
-def _tool_choice(tool_choice: ToolChoice | None) -> str | Body | None:
-    if tool_choice is None or isinstance(tool_choice, str):
-        return tool_choice
-    return {"type": "function", "name": tool_choice["toolName"]}
-
-
-def _allowed_tools(allowed: AllowedTools, tools: list[FunctionTool], warnings: list[CallWarning]) -> Body:
-    names = {tool.name for tool in tools}
-    for name in allowed.tool_names:
-        if name not in names:
-            details = "the tool is not part of the tools for this request and is sent as a function tool"
-            warnings.append(unsupported_warning(f'allowedTools entry "{name}"', details))
-    entries = [{"type": "function", "name": name} for name in allowed.tool_names]
-    return {"type": "allowed_tools", "mode": allowed.mode or "auto", "tools": entries}
 
 
 def _text_config(response_format: ResponseFormat | None, *, strict: bool | None, verbosity: str | None) -> Body:

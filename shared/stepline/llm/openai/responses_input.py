@@ -9,6 +9,8 @@ tools. Items carry what the API needs to continue a conversation:
                     {"type": "reasoning", "id"?, "encrypted_content"?, "summary": [summary_text]}
                     {"type": "function_call", "call_id", "name", "arguments", "id"?}
                     {"type": "compaction", "id", "encrypted_content"}      (custom `openai.compaction`)
+                    {"type": "item_reference", "id"} / {"type": "web_search_call", …} for the calls
+                    and results of OpenAI's built-in tools (`provider_items`, @ai-sdk/openai 4.0.118)
     tool         -> {"type": "function_call_output", "call_id", "output"}
 
 Reasoning parts that share an OpenAI item id (one per summary part) become one reasoning item
@@ -19,7 +21,7 @@ back even with `store: false`. A file the model or API cannot take raises
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import JsonValue
@@ -57,6 +59,8 @@ from .prompt import (
     tool_call_arguments,
     tool_output_text,
 )
+from .provider_items import provider_call_item, provider_result_items
+from .responses_tools import ToolNames
 
 __all__ = ["ResponsesInputContext", "convert_responses_input"]
 
@@ -74,6 +78,10 @@ class ResponsesInputContext:
     """Items with an OpenAI item id already live in the conversation: skip them."""
     has_previous_response_id: bool = False
     """Reasoning items with an id already live in the previous response chain: skip them."""
+    store: bool = True
+    """OpenAI keeps the response (`store` is not false): its output items can be referenced by id."""
+    tool_names: ToolNames = field(default_factory=ToolNames)
+    """The agent's names for OpenAI's built-in tools (to recognise their calls and results)."""
 
     @property
     def provider(self) -> str:
@@ -184,7 +192,7 @@ def _assistant_items(
             case ModelCustomPart():
                 item = _custom(part, context, warnings)
             case ToolResultPart():
-                warnings.append(other_warning(f"provider-executed tool result {part.tool_call_id!r} was not sent"))
+                items.extend(provider_result_items(part, context, warnings))
             case ModelFilePart() | ModelReasoningFilePart():
                 warnings.append(other_warning("assistant file parts are not sent to the OpenAI Responses API"))
             case ToolApprovalRequestPart():
@@ -209,10 +217,9 @@ def _assistant_text(part: ModelTextPart, context: ResponsesInputContext) -> Item
 
 
 def _function_call(part: ToolCallPart, context: ResponsesInputContext, warnings: list[CallWarning]) -> Item | None:
-    if part.provider_executed:
-        warnings.append(other_warning(f"provider-executed tool call {part.tool_call_id!r} was not sent"))
-        return None
     item_id = _item_id(part.provider_options, context)
+    if part.provider_executed:
+        return provider_call_item(item_id, context)
     if context.has_conversation and item_id is not None:
         return None
     item: Item = {

@@ -1,8 +1,9 @@
 """Responses API stream events → V4 stream parts: a pure state machine.
 
 Follows `doStream` of `@ai-sdk/openai` 4.0.46 (`src/responses/openai-responses-language-model.ts`)
-for messages, reasoning and function calls. Events arrive as the JSON objects the API sends
-(`event.to_dict()` of the SDK's event models), so a test can feed recorded events directly:
+for messages, reasoning and function calls (4.0.118 for the built-in tools and annotations).
+Events arrive as the JSON objects the API sends (`event.to_dict()` of the SDK's event models),
+so a test can feed recorded events directly:
 
     response.created                          -> response-metadata
     output_item.added   message               -> text-start        (id = item id)
@@ -16,6 +17,8 @@ for messages, reasoning and function calls. Events arrive as the JSON objects th
     function_call_arguments.delta             -> tool-input-delta
     output_item.done    function_call         -> tool-input-end, tool-call (input = the arguments text)
     output_item.done    compaction            -> custom "openai.compaction"
+    OpenAI's built-in tools (web_search_call, code_interpreter_call, file_search_call,
+    image_generation_call) and output_text.annotation.added: see `responses_tool_stream`
     response.completed / .incomplete           -> remembered for finish (usage, finish reason)
     response.failed, error                    -> error part (a classified ModelCallError); finish "error"
 
@@ -26,7 +29,7 @@ event (and without an error) was cut off: `finish()` raises a retryable `ModelCa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from pydantic import JsonValue, ValidationError
 
@@ -50,6 +53,8 @@ from ..base import (
     V4ToolInputStart,
 )
 from ..errors import ModelCallError
+from .responses_tool_stream import ProviderToolStream
+from .responses_tools import ToolNames
 from .stream_common import Loose, ToolCallBuffer, iso_timestamp, responses_usage, stream_error
 
 __all__ = ["ResponsesStreamState", "map_responses_finish_reason"]
@@ -110,8 +115,9 @@ class ResponsesStreamState:
         yield from state.finish()
     """
 
-    def __init__(self, *, provider: str = "openai") -> None:
+    def __init__(self, *, provider: str = "openai", tool_names: ToolNames | None = None) -> None:
         self._provider = provider
+        self._tools = ProviderToolStream(provider=provider, tool_names=tool_names or ToolNames())
         self._open_texts: set[str] = set()
         self._reasoning: dict[str, int] = {}  # item id -> summary index of the open reasoning part
         self._tool_calls: dict[int, ToolCallBuffer] = {}  # output index -> call in progress
@@ -132,9 +138,20 @@ class ResponsesStreamState:
             case "response.created" | "response.in_progress":
                 return self._metadata(event)
             case "response.output_item.added":
-                return self._item_added(event)
+                return self._item_added(event) + self._tools.item_added(_raw_item(raw), event.output_index)
             case "response.output_item.done":
-                return self._item_done(event)
+                return self._item_done(event) + self._tools.item_done(_raw_item(raw), event.output_index)
+            case "response.code_interpreter_call_code.delta":
+                return self._tools.code_delta(event.output_index, event.delta or "")
+            case "response.code_interpreter_call_code.done":
+                return self._tools.code_done(event.output_index, event.code)
+            case "response.image_generation_call.partial_image":
+                image = raw.get("partial_image_b64")
+                return self._tools.partial_image(event.item_id, image if isinstance(image, str) else None)
+            case "response.output_text.annotation.added":
+                annotation = raw.get("annotation")
+                found = cast(dict[str, Any], annotation) if isinstance(annotation, dict) else None
+                return self._tools.annotation(found)
             case "response.output_text.delta":
                 return self._text_delta(event)
             case "response.reasoning_summary_part.added":
@@ -172,6 +189,7 @@ class ResponsesStreamState:
             case "message":
                 assert item.id is not None
                 self._open_texts.add(item.id)
+                self._tools.message_started()
                 return [V4TextStart(id=item.id, provider_metadata=self._item_metadata(item.id))]
             case "reasoning":
                 assert item.id is not None
@@ -192,7 +210,9 @@ class ResponsesStreamState:
             case "message" if item.id in self._open_texts:
                 assert item.id is not None
                 self._open_texts.discard(item.id)
-                return [V4TextEnd(id=item.id, provider_metadata=self._item_metadata(item.id))]
+                citations, annotations = self._tools.message_done()
+                metadata = {self._provider: {"itemId": item.id, **annotations}}
+                return [V4TextEnd(id=item.id, citations=citations, provider_metadata=metadata)]
             case "reasoning" if item.id in self._reasoning:
                 assert item.id is not None
                 index = self._reasoning.pop(item.id)
@@ -283,7 +303,8 @@ class ResponsesStreamState:
         if self._terminal is None and not self._error_seen:
             message = "the OpenAI Responses stream ended before response.completed"
             raise ModelCallError(message, kind="connection", provider=self._provider)
-        parts = self._close_open_parts()
+        parts = self._tools.finish()
+        parts.extend(self._close_open_parts())
         response = self._terminal.response if self._terminal is not None else None
         reason = self._finish_reason(response)
         usage = responses_usage(response.usage if response is not None else None)
@@ -334,6 +355,11 @@ def map_responses_finish_reason(reason: str | None, *, has_function_call: bool) 
             return "content-filter"
         case _:
             return "tool-calls" if has_function_call else "other"
+
+
+def _raw_item(raw: Mapping[str, Any]) -> dict[str, Any]:
+    item = raw.get("item")
+    return cast(dict[str, Any], item) if isinstance(item, dict) else {}
 
 
 def _error_payload(event: _Event) -> dict[str, JsonValue]:
