@@ -399,6 +399,8 @@ def _tool_rows(run: RunRecord, state: LoopState) -> list[ToolCallRecord]:
     awaiting = {p.tool_call.tool_call_id for p in state.pending_approvals}
     rows: list[ToolCallRecord] = []
     for call in step.tool_calls:
+        if call.provider_executed:
+            continue  # the provider ran it: never claimed, so no row (a pending one would end as an error)
         result = results.get(call.tool_call_id)
         status: Any = "pending"
         if call.tool_call_id in awaiting:
