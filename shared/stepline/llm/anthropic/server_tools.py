@@ -40,9 +40,7 @@ __all__ = [
 class _Args(BaseModel):
     """camelCase keys (the SDK's), nothing unknown: a misspelt option must not be silently dropped."""
 
-    model_config: ClassVar[ConfigDict] = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
-    )
+    model_config: ClassVar[ConfigDict] = ConfigDict(alias_generator=to_camel, extra="forbid", frozen=True)
 
     def wire(self) -> dict[str, JsonValue]:
         """The API's snake_case fields, unset ones left out."""

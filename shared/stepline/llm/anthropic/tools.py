@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import BaseModel
+
 from ...loop.tools import Tool
 from ..base import ProviderTool
 from .server_tools import SERVER_TOOLS, CodeExecutionArgs, UserLocation, WebFetchArgs, WebSearchArgs
@@ -51,14 +53,19 @@ def web_search(
         blocked_domains: Never results from these domains.
         user_location: Where the user roughly is: `UserLocation(city="Paris", country="FR")`.
     """
-    location = UserLocation.model_validate(user_location) if isinstance(user_location, dict) else user_location
-    args = WebSearchArgs(
-        max_uses=max_uses,
-        allowed_domains=_listed(allowed_domains),
-        blocked_domains=_listed(blocked_domains),
-        user_location=location,
+    location = (
+        user_location.model_dump(mode="json", exclude_none=True)
+        if isinstance(user_location, UserLocation)
+        else user_location
     )
-    return _tool(WEB_SEARCH, args.model_dump(mode="json", by_alias=True, exclude_none=True))
+    return _tool(
+        WEB_SEARCH,
+        WebSearchArgs,
+        maxUses=max_uses,
+        allowedDomains=_listed(allowed_domains),
+        blockedDomains=_listed(blocked_domains),
+        userLocation=location,
+    )
 
 
 def web_fetch(
@@ -78,15 +85,15 @@ def web_fetch(
         citations: Let the model cite passages of the fetched documents (off unless set).
         max_content_tokens: Roughly how much of a page's text enters the context.
     """
-    raw: dict[str, Any] = {
-        "maxUses": max_uses,
-        "allowedDomains": _listed(allowed_domains),
-        "blockedDomains": _listed(blocked_domains),
-        "citations": None if citations is None else {"enabled": citations},
-        "maxContentTokens": max_content_tokens,
-    }
-    args = WebFetchArgs.model_validate({key: value for key, value in raw.items() if value is not None})
-    return _tool(WEB_FETCH, args.model_dump(mode="json", by_alias=True, exclude_none=True))
+    return _tool(
+        WEB_FETCH,
+        WebFetchArgs,
+        maxUses=max_uses,
+        allowedDomains=_listed(allowed_domains),
+        blockedDomains=_listed(blocked_domains),
+        citations=None if citations is None else {"enabled": citations},
+        maxContentTokens=max_content_tokens,
+    )
 
 
 def code_execution() -> Tool:
@@ -96,8 +103,7 @@ def code_execution() -> Tool:
     `code_execution` with `{"type": "bash_code_execution", "command": …}` or
     `{"type": "text_editor_code_execution", "command": "view" | "create" | "str_replace", …}`.
     """
-    CodeExecutionArgs()
-    return _tool(CODE_EXECUTION, {})
+    return _tool(CODE_EXECUTION, CodeExecutionArgs)
 
 
 def _listed(domains: Sequence[str] | None) -> list[str] | None:
@@ -106,6 +112,9 @@ def _listed(domains: Sequence[str] | None) -> list[str] | None:
     return None if domains is None else list(domains)
 
 
-def _tool(tool_id: str, args: dict[str, Any]) -> Tool:
+def _tool(tool_id: str, model: type[BaseModel], **given: Any) -> Tool:
+    """The tool, its arguments checked now (a pydantic `ValidationError` is a `ValueError`)."""
+    args = model.model_validate({key: value for key, value in given.items() if value is not None})
     known = SERVER_TOOLS[tool_id]
-    return Tool(name=known.name, provider=ProviderTool(id=tool_id, name=known.name, args=args))
+    wire = args.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return Tool(name=known.name, provider=ProviderTool(id=tool_id, name=known.name, args=wire))
