@@ -42,7 +42,7 @@ def result(call_id: str, name: str, output: ToolResultOutput) -> ToolResultPart:
     return ToolResultPart(tool_call_id=call_id, tool_name=name, output=output)
 
 
-ERROR = {"type": "web_search_tool_result_error", "errorCode": "too_many_requests"}
+ERROR: dict[str, JsonValue] = {"type": "web_search_tool_result_error", "errorCode": "too_many_requests"}
 
 
 @pytest.mark.parametrize(
