@@ -18,6 +18,7 @@ from stepline.llm.anthropic import AnthropicModel
 from stepline.llm.anthropic import tools as anthropic_tools
 from stepline.llm.base import FunctionTool, ModelCallOptions, ProviderTool, ToolDefinition
 from stepline.llm.errors import ModelCallError, UnsupportedCapabilityError
+from stepline.loop.stream_text import stream_text
 from stepline.protocol.model_messages import ModelTextPart, UserModelMessage
 from tests.support.fake_anthropic import FakeAnthropic, StreamReply, message, text_block
 
@@ -143,3 +144,18 @@ def test_the_factories_check_their_arguments_when_the_agent_is_defined() -> None
         anthropic_tools.web_search(user_location={"type": "exact", "city": "Paris"})
     tool = anthropic_tools.web_search()
     assert (tool.name, tool.client_side, tool.execute) == ("web_search", False, None)
+
+
+def test_through_the_loop_the_run_fails_before_any_request(fake: FakeAnthropic) -> None:
+    async def run() -> tuple[list[dict[str, Any]], str | None]:
+        model = AnthropicModel("claude-3-haiku-20240307", api_key=KEY, base_url=fake.base_url)
+        result = stream_text(model=model, prompt="hi", tools=[anthropic_tools.web_search()], message_id="m")
+        try:
+            chunks = [chunk.to_wire() async for chunk in result.ui_message_stream()]
+            return chunks, await result.finish_reason()
+        finally:
+            await model.aclose()
+
+    chunks, reason = asyncio.run(run())
+    assert [chunk["type"] for chunk in chunks] == ["start", "error"] and reason == "error"
+    assert fake.requests == []
