@@ -1,11 +1,12 @@
-"""An agent with Anthropic's web search, on the durable path (the ASL on moto, the real `anthropic` SDK).
+"""Agents with Anthropic's server tools, on the durable path (the ASL on moto, the real `anthropic` SDK).
 
 The fake Messages API streams a search (`server_tool_use`, `web_search_tool_result`) next to a
 call of a Python tool, then a cited answer. Shown: the provider-executed call is never claimed
 or run by Stepline (only the Python tool has a tool-call row, claimed once); the stored message
 holds the search as a provider-executed tool part, its results as `source-url` parts and the
 citation on the text; the next step and the next turn send the blocks back as Anthropic needs
-them (`encrypted_content`, `encrypted_index` included).
+them (`encrypted_content`, `encrypted_index` included). Then web fetch (with a document citation)
+and code execution the same way, in one message.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from stepline.llm.anthropic import tools as anthropic_tools
 from stepline.llm.scripted import ScriptedModel
 from stepline.runtime import worker
 from tests.support import fake_anthropic as fa
-from tests.support.anthropic_tool_streams import RESULTS, WEB_CITATION
+from tests.support.anthropic_tool_streams import BASH_RESULT, DOC_CITATION, FETCHED, RESULTS, WEB_CITATION
 from tests.support.local_aws import LocalAws, local_aws
 from tests.support.runs import USER, Counted, final_message
 
@@ -113,3 +114,62 @@ def test_a_web_search_is_stored_never_claimed_and_sent_back_on_the_next_step_and
     assert third["messages"][1]["content"][:2] == SEARCH_BLOCKS
     cited = next(block for message in third["messages"] for block in message["content"] if "citations" in block)
     assert cited == {"type": "text", "text": "Rain all week, 18 degrees.", "citations": [WEB_CITATION]}
+
+
+FETCH_AGENT = Agent(
+    name="reader",
+    model="anthropic:claude-sonnet-4-6",
+    tools=[anthropic_tools.web_fetch(citations=True), anthropic_tools.code_execution()],
+    max_retries=0,
+)
+FETCH_AND_RUN = fa.message(
+    fa.server_tool_use_block(0, "srvtoolu_02", "web_fetch", '{"url": "https://docs.example/loop"}'),
+    fa.server_tool_result_block(1, "web_fetch_tool_result", "srvtoolu_02", FETCHED),
+    fa.server_tool_use_block(2, "srvtoolu_04", "bash_code_execution", '{"command": "python a.py"}'),
+    fa.server_tool_result_block(3, "bash_code_execution_tool_result", "srvtoolu_04", BASH_RESULT),
+    fa.text_block(4, "One step per invocation.", citations=[DOC_CITATION]),
+)
+
+
+def test_web_fetch_and_code_execution_are_stored_and_sent_back_on_the_next_turn(fake: fa.FakeAnthropic) -> None:
+    fake.reply(fa.StreamReply(FETCH_AND_RUN), fa.StreamReply(fa.message(fa.text_block(0, "Ok."))))
+    with local_aws(ScriptedModel(steps=[]), agents=AgentSet.single(FETCH_AGENT)) as aws:
+        message = turn(aws, "run-fetch-1", "What does the loop page say?")
+        calls = aws.services.store.list_tool_calls(USER, "run-fetch-1")
+        turn(aws, "run-fetch-2", "Thanks")
+
+    assert calls == []  # neither is Stepline's to claim
+    tools = {part["toolCallId"]: part for part in message["parts"] if part["type"].startswith("tool-")}
+    fetch, bash = tools["srvtoolu_02"], tools["srvtoolu_04"]
+    assert (fetch["type"], fetch["providerExecuted"], fetch["output"]["content"]["source"]["data"]) == (
+        "tool-web_fetch",
+        True,
+        FETCHED["content"]["source"]["data"],
+    )
+    assert (bash["type"], bash["input"], bash["output"]) == (
+        "tool-code_execution",
+        {"type": "bash_code_execution", "command": "python a.py"},
+        BASH_RESULT,
+    )
+    (document,) = [part for part in message["parts"] if part["type"] == "source-document"]
+    assert (document["title"], document["mediaType"]) == ("The agent loop", "text/plain")
+
+    first, second = fake.requests
+    assert first.headers["anthropic-beta"] == "web-fetch-2025-09-10,code-execution-2025-08-25"
+    assert second.body["messages"][1]["content"] == [
+        {
+            "type": "server_tool_use",
+            "id": "srvtoolu_02",
+            "name": "web_fetch",
+            "input": {"url": "https://docs.example/loop"},
+        },
+        {"type": "web_fetch_tool_result", "tool_use_id": "srvtoolu_02", "content": FETCHED},
+        {
+            "type": "server_tool_use",
+            "id": "srvtoolu_04",
+            "name": "bash_code_execution",
+            "input": {"command": "python a.py"},
+        },
+        {"type": "bash_code_execution_tool_result", "tool_use_id": "srvtoolu_04", "content": BASH_RESULT},
+        {"type": "text", "text": "One step per invocation.", "citations": [DOC_CITATION]},
+    ]
