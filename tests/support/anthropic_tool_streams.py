@@ -40,7 +40,7 @@ WEB_CITATION = {
     "encrypted_index": "Eo8BCioIAhgBIiQyYjQ0OWJmZi1lNm",
 }
 PAGE = "Stepline runs one model step per Lambda invocation."
-FETCHED = {
+FETCHED: dict[str, Any] = {
     "type": "web_fetch_result",
     "url": "https://docs.example/loop",
     "retrieved_at": "2026-11-30T10:00:00Z",
