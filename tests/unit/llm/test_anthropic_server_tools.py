@@ -12,12 +12,15 @@ from pydantic import JsonValue
 from stepline.llm.anthropic.content import PromptContext
 from stepline.llm.anthropic.convert import anthropic_capabilities, model_traits
 from stepline.llm.anthropic.prompt import convert_prompt
+from stepline.llm.anthropic.server_results import prompt_documents
 from stepline.llm.anthropic.stream import AnthropicStreamState
 from stepline.protocol.model_messages import (
     AssistantModelMessage,
+    DataFileData,
     ErrorJsonOutput,
     ErrorTextOutput,
     JsonOutput,
+    ModelFilePart,
     ModelTextPart,
     ToolCallPart,
     ToolResultOutput,
@@ -181,3 +184,39 @@ def test_server_tools_follow_the_model_generation() -> None:
         False,
     ]
     assert all(model_traits(m).server_tools for m in ("claude-3-5-haiku-latest", "claude-3-7-sonnet-latest", MODEL))
+
+
+def test_a_citation_of_a_user_document_is_a_document_source_named_after_the_file() -> None:
+    pdf = ModelFilePart(
+        media_type="application/pdf",
+        data=DataFileData(data="JVBERi0x"),
+        filename="contract.pdf",
+        provider_options={"anthropic": {"citations": {"enabled": True}}},
+    )
+    ignored = ModelFilePart(media_type="application/pdf", data=DataFileData(data="JVBERi0x"), filename="other.pdf")
+    documents = prompt_documents([UserModelMessage(content=[ignored, ModelTextPart(text="read"), pdf])])
+    citation = {
+        "type": "page_location",
+        "cited_text": "Clause 4",
+        "document_index": 0,
+        "start_page_number": 2,
+        "end_page_number": 3,
+    }
+
+    parts = feed(
+        AnthropicStreamState(documents=documents, new_id=lambda: "s1"),
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta", "citation": citation}},
+        {"type": "content_block_stop", "index": 0},
+    )
+
+    assert parts[1] == {
+        "type": "source",
+        "sourceType": "document",
+        "id": "s1",
+        "mediaType": "application/pdf",
+        "title": "contract.pdf",
+        "filename": "contract.pdf",
+        "providerMetadata": {"anthropic": {"citedText": "Clause 4", "startPageNumber": 2, "endPageNumber": 3}},
+    }
+    assert parts[2]["citations"][0]["source"]["title"] == "contract.pdf"

@@ -38,6 +38,7 @@ from pydantic import JsonValue
 
 from ...protocol._json import dumps, loads_strict
 from ...protocol.chunks import Citation
+from ...protocol.model_messages import ModelFilePart, ModelMessage, UserModelMessage
 from ..base import ModelStreamPart, V4Source, V4ToolResult
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "ServerResult",
     "citation_of",
     "citation_source",
+    "prompt_documents",
     "programmatic_input",
     "server_tool_result",
 ]
@@ -261,6 +263,22 @@ def citation_source(
             }
         },
     )
+
+
+def prompt_documents(prompt: list[ModelMessage]) -> list[CitationDocument]:
+    """The user files a citation may point at (PDF or plain text with citations on), in order."""
+    documents: list[CitationDocument] = []
+    for message in prompt:
+        if not isinstance(message, UserModelMessage):
+            continue
+        for part in message.content:
+            if not isinstance(part, ModelFilePart) or part.media_type not in ("application/pdf", "text/plain"):
+                continue
+            citations = _dict(_dict((part.provider_options or {}).get("anthropic")).get("citations"))
+            if citations.get("enabled") is True:
+                title = part.filename or "Untitled Document"
+                documents.append(CitationDocument(title=title, media_type=part.media_type, filename=part.filename))
+    return documents
 
 
 def _document(documents: list[CitationDocument], index: Any) -> CitationDocument | None:

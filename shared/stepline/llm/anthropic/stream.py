@@ -139,13 +139,14 @@ class AnthropicStreamState:
     include_raw: bool = False
     new_id: Callable[[], str] = field(default=lambda: secrets.token_urlsafe(12))
     """Ids of `source` parts (the SDK's are random too)."""
+    documents: list[CitationDocument] = field(default_factory=list[CitationDocument])
+    """What a citation's `document_index` points at: the prompt's citable files, then fetched pages."""
     _blocks: dict[int, _Block] = field(default_factory=dict[int, _Block])
     _tool_names: dict[str, str] = field(default_factory=dict[str, str])
     _usage: dict[str, Any] = field(default_factory=dict[str, Any])
     _stop_reason: str | None = None
     _stop_sequence: str | None = None
     _error_type: str | None = None
-    _documents: list[CitationDocument] = field(default_factory=list[CitationDocument])
     _web_citations: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     _web_results: bool = False
     _finished: bool = False
@@ -288,7 +289,7 @@ class AnthropicStreamState:
         mapped = server_tool_result(kind, block, self.new_id)
         if mapped is not None:
             if mapped.document is not None:
-                self._documents.append(mapped.document)
+                self.documents.append(mapped.document)
             self._web_results = self._web_results or mapped.web_results
             return mapped.parts
         return [self._other_tool_result(kind, block)]
@@ -321,7 +322,7 @@ class AnthropicStreamState:
                 if citation.get("type") == "web_search_result_location":
                     self._web_citations.append(citation)
                 else:
-                    source = citation_source(citation, self._documents, self.new_id)
+                    source = citation_source(citation, self.documents, self.new_id)
                     return [source] if source is not None else []
             case "thinking_delta", "reasoning":
                 return [V4ReasoningDelta(id=block.id, delta=str(delta.get("thinking", "")))]
@@ -347,7 +348,7 @@ class AnthropicStreamState:
             return V4TextEnd(id=block.id)
         return V4TextEnd(
             id=block.id,
-            citations=[citation_of(citation, self._documents) for citation in block.citations],
+            citations=[citation_of(citation, self.documents) for citation in block.citations],
             provider_metadata={"anthropic": {"citations": cast(JsonValue, block.citations)}},
         )
 
@@ -356,7 +357,7 @@ class AnthropicStreamState:
         citations, self._web_citations = self._web_citations, []
         if self._web_results:
             return []
-        sources = [citation_source(citation, self._documents, self.new_id) for citation in citations]
+        sources = [citation_source(citation, self.documents, self.new_id) for citation in citations]
         return [source for source in sources if source is not None]
 
     def _block_stop(self, index: int) -> list[ModelStreamPart]:
