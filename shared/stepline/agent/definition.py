@@ -380,13 +380,16 @@ def _describe(setting: object) -> JsonValue:
 
 
 def _tool_description(tool: Tool) -> JsonValue:
-    return {
+    described: dict[str, JsonValue] = {
         "name": tool.name,
         "description": tool.description,
         "input": tool.input_schema,
         "clientSide": tool.client_side,
         "approval": _describe(tool.approval),
     }
+    if tool.provider is not None:  # only then, so the fingerprints of function tools stay as they were
+        described["provider"] = {"id": tool.provider.id, "args": tool.provider.args}
+    return described
 
 
 def _rebuild() -> None:

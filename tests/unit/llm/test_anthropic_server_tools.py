@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from pydantic import JsonValue
 
+from stepline import Agent
+from stepline.llm.anthropic import tools as anthropic_tools
 from stepline.llm.anthropic.content import PromptContext
 from stepline.llm.anthropic.convert import anthropic_capabilities, model_traits
 from stepline.llm.anthropic.prompt import convert_prompt
@@ -220,3 +222,11 @@ def test_a_citation_of_a_user_document_is_a_document_source_named_after_the_file
         "providerMetadata": {"anthropic": {"citedText": "Clause 4", "startPageNumber": 2, "endPageNumber": 3}},
     }
     assert parts[2]["citations"][0]["source"]["title"] == "contract.pdf"
+
+
+def test_an_agents_fingerprint_follows_its_server_tools_options() -> None:
+    def agent(uses: int) -> Agent:
+        return Agent(name="a", model="anthropic:claude-sonnet-4-6", tools=[anthropic_tools.web_search(max_uses=uses)])
+
+    assert agent(3).fingerprint() == agent(3).fingerprint()
+    assert agent(3).fingerprint() != agent(5).fingerprint()
