@@ -81,7 +81,7 @@ _STOP_REASONS: dict[str, Literal["stop", "length", "content-filter", "tool-calls
     "model_context_window_exceeded": "length",
     "tool_use": "tool-calls",
     "refusal": "content-filter",
-    "pause_turn": "other",
+    "pause_turn": "stop",  # a long server-tool turn paused: the SDK ends the step as a stop
 }
 _TOOL_USE_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
 _INPUT_KEYS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
