@@ -6,7 +6,8 @@ or run by Stepline (only the Python tool has a tool-call row, claimed once); the
 holds the search as a provider-executed tool part, its results as `source-url` parts and the
 citation on the text; the next step and the next turn send the blocks back as Anthropic needs
 them (`encrypted_content`, `encrypted_index` included). Then web fetch (with a document citation)
-and code execution the same way, in one message.
+and code execution the same way, in one message; and a step whose process dies after the model
+call is redone, so Anthropic is asked (and searches) again while the Python tool still runs once.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from stepline import Agent
 from stepline.agent.loading import AgentSet
 from stepline.llm.anthropic import tools as anthropic_tools
 from stepline.llm.scripted import ScriptedModel
+from stepline.local.workflow import SimulatedCrash
 from stepline.runtime import worker
 from tests.support import fake_anthropic as fa
 from tests.support.anthropic_tool_streams import BASH_RESULT, DOC_CITATION, FETCHED, RESULTS, WEB_CITATION
@@ -173,3 +175,48 @@ def test_web_fetch_and_code_execution_are_stored_and_sent_back_on_the_next_turn(
         {"type": "bash_code_execution_tool_result", "tool_use_id": "srvtoolu_04", "content": BASH_RESULT},
         {"type": "text", "text": "One step per invocation.", "citations": [DOC_CITATION]},
     ]
+
+
+class Crash(SimulatedCrash):
+    """The step's process dies (Step Functions sees `Lambda.Unknown` and retries the step)."""
+
+    lambda_error_type = "Lambda.Unknown"
+
+
+class DiesAtFirstClaim:
+    """The real store; the first tool claim kills the step: after the model call, before it is saved."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.crashed = False
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._store, name)
+        if name != "claim_tool_call":
+            return attribute
+
+        def claim(*args: Any, **kwargs: Any) -> Any:
+            if not self.crashed:
+                self.crashed = True
+                raise Crash("process died after the model call")
+            return attribute(*args, **kwargs)
+
+        return claim
+
+
+def test_a_step_redone_after_a_crash_asks_anthropic_again_and_runs_the_python_tool_once(
+    fake: fa.FakeAnthropic,
+) -> None:
+    fake.reply(fa.StreamReply(STEP_ONE), fa.StreamReply(STEP_ONE), fa.StreamReply(STEP_TWO))
+    with local_aws(ScriptedModel(steps=[]), agents=AgentSet.single(AGENT)) as aws:
+        store = DiesAtFirstClaim(aws.services.store)
+        aws.services.store = store  # type: ignore[assignment]
+        message = turn(aws, "run-search-crash", "Weather in Paris?")
+        history = [event["type"] for event in aws.workflow.history("run-search-crash")]
+
+    assert store.crashed and "TaskFailed" in history  # the step really died and was retried
+    first, again, _ = (request.body for request in fake.requests)
+    assert again == first  # the redone step sent the same request: Anthropic searched twice
+    assert WEATHER.runs == 1  # Stepline's own tool ran once
+    searches = [part for part in message["parts"] if part["type"] == "tool-web_search"]
+    assert len(searches) == 1 and searches[0]["state"] == "output-available"  # the redone step's, once
