@@ -122,7 +122,7 @@ SCENARIOS: dict[str, Scenario] = {
                 fa.server_tool_use_block(1, "srvtoolu_01", "web_search", '{"query": ', '"paris weather"}'),
                 fa.server_tool_result_block(2, "web_search_tool_result", "srvtoolu_01", RESULTS),
                 _cited(3, "Rain all week.", WEB_CITATION),
-                server_tool_use={"web_search_requests": 1},
+                server_tool_use={"web_search_requests": 1, "web_fetch_requests": 0},
             )
         ],
     ),

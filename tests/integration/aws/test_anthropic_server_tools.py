@@ -40,7 +40,7 @@ STEP_ONE = fa.message(
     fa.server_tool_result_block(1, "web_search_tool_result", "srvtoolu_01", RESULTS),
     fa.tool_use_block(2, "toolu_02", "weather", '{"city": "Paris"}'),
     stop_reason="tool_use",
-    server_tool_use={"web_search_requests": 1},
+    server_tool_use={"web_search_requests": 1, "web_fetch_requests": 0},
 )
 STEP_TWO = fa.message(fa.text_block(0, "Rain all week, 18 degrees.", citations=[WEB_CITATION]))
 SEARCH_BLOCKS = [
