@@ -42,6 +42,8 @@ __all__ = [
     "message_stop",
     "ping",
     "redacted_thinking_block",
+    "server_tool_result_block",
+    "server_tool_use_block",
     "text_block",
     "thinking_block",
     "tool_use_block",
@@ -297,6 +299,16 @@ def tool_use_block(index: int, tool_id: str, name: str, *fragments: str, kind: s
         *deltas,
         _block_stop(index),
     ]
+
+
+def server_tool_use_block(index: int, tool_id: str, name: str, *fragments: str) -> list[SseEvent]:
+    """A `server_tool_use` block (web search, web fetch, a code execution sub-tool): its input streamed."""
+    return tool_use_block(index, tool_id, name, *fragments, kind="server_tool_use")
+
+
+def server_tool_result_block(index: int, kind: str, tool_use_id: str, content: Any) -> list[SseEvent]:
+    """A `*_tool_result` block (`web_search_tool_result`, …): whole in its start event, no deltas."""
+    return [_block_start(index, {"type": kind, "tool_use_id": tool_use_id, "content": content}), _block_stop(index)]
 
 
 def message_delta(stop_reason: str | None, *, output_tokens: int, **usage: Any) -> SseEvent:

@@ -325,7 +325,7 @@ def test_usage_reports_reasoning_tokens_only_when_the_api_does(fake: FakeAnthrop
         ("max_tokens", "length"),
         ("tool_use", "tool-calls"),
         ("refusal", "content-filter"),
-        ("pause_turn", "other"),
+        ("pause_turn", "stop"),
         ("something_new", "other"),
     ],
 )

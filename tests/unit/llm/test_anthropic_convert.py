@@ -218,7 +218,15 @@ def test_assistant_parts_anthropic_cannot_take_are_left_out_with_a_warning() -> 
 
 def test_provider_executed_tool_calls_and_results_go_back_as_server_tool_blocks() -> None:
     search: dict[str, JsonValue] = {"query": "weather"}
-    results: list[JsonValue] = [{"type": "web_search_result", "url": "https://example.com", "title": "Ex"}]
+    results: list[JsonValue] = [
+        {
+            "url": "https://example.com",
+            "title": "Ex",
+            "pageAge": None,
+            "encryptedContent": "E",
+            "type": "web_search_result",
+        },
+    ]
     body, _ = build(
         user("a"),
         AssistantModelMessage(
@@ -231,7 +239,19 @@ def test_provider_executed_tool_calls_and_results_go_back_as_server_tool_blocks(
 
     assert body["messages"][1]["content"] == [
         {"type": "server_tool_use", "id": "srv1", "name": "web_search", "input": search},
-        {"type": "web_search_tool_result", "tool_use_id": "srv1", "content": results},
+        {
+            "type": "web_search_tool_result",
+            "tool_use_id": "srv1",
+            "content": [
+                {
+                    "url": "https://example.com",
+                    "title": "Ex",
+                    "page_age": None,
+                    "encrypted_content": "E",
+                    "type": "web_search_result",
+                }
+            ],
+        },
     ]
 
 
@@ -519,8 +539,14 @@ def test_the_forced_json_tool_streams_as_text_and_finishes_as_stop() -> None:
     assert parts[-1]["finishReason"] == {"unified": "stop", "raw": "tool_use"}
 
 
-def test_citations_arrive_on_text_end() -> None:
-    web = {"type": "web_search_result_location", "url": "https://ex.com", "title": "Ex", "cited_text": "It rains."}
+def test_citations_arrive_on_text_end_as_the_ai_sdk_maps_them_and_ride_in_its_metadata() -> None:
+    web = {
+        "type": "web_search_result_location",
+        "url": "https://ex.com",
+        "title": "Ex",
+        "cited_text": "It rains.",
+        "encrypted_index": "IDX",
+    }
     doc = {"type": "char_location", "cited_text": "Clause 4", "document_index": 0, "document_title": "Contract"}
 
     parts = feed(
@@ -532,6 +558,8 @@ def test_citations_arrive_on_text_end() -> None:
         stop(0),
     )
 
+    # `mapAnthropicCitation`: a web source's id is its URL, a document's its index; the raw
+    # citations (with `encrypted_index`) ride in the provider metadata, to be sent back next time.
     assert parts[-1] == {
         "type": "text-end",
         "id": "0",
@@ -540,7 +568,7 @@ def test_citations_arrive_on_text_end() -> None:
                 "source": {
                     "type": "source",
                     "sourceType": "url",
-                    "id": "citation-0",
+                    "id": "https://ex.com",
                     "url": "https://ex.com",
                     "title": "Ex",
                     "providerMetadata": {"anthropic": web},
@@ -551,7 +579,7 @@ def test_citations_arrive_on_text_end() -> None:
                 "source": {
                     "type": "source",
                     "sourceType": "document",
-                    "id": "citation-1",
+                    "id": "0",
                     "mediaType": "text/plain",
                     "title": "Contract",
                     "providerMetadata": {"anthropic": doc},
@@ -559,11 +587,20 @@ def test_citations_arrive_on_text_end() -> None:
                 "citedText": "Clause 4",
             },
         ],
+        "providerMetadata": {"anthropic": {"citations": [web, doc]}},
     }
 
 
 def test_server_tool_use_and_its_result_are_provider_executed() -> None:
-    content = [{"type": "web_search_result", "url": "https://ex.com", "title": "Ex"}]
+    content = [
+        {
+            "type": "web_search_result",
+            "url": "https://ex.com",
+            "title": "Ex",
+            "page_age": None,
+            "encrypted_content": "E",
+        },
+    ]
 
     parts = feed(
         AnthropicStreamState(),
@@ -595,8 +632,28 @@ def test_server_tool_use_and_its_result_are_provider_executed() -> None:
         "input": '{"query":"rain"}',
         "providerExecuted": True,
     }
-    assert parts[4] == {"type": "tool-result", "toolCallId": "srvtoolu_1", "toolName": "web_search", "result": content}
-    assert parts[5]["isError"] is True
+    assert parts[4] == {
+        "type": "tool-result",
+        "toolCallId": "srvtoolu_1",
+        "toolName": "web_search",
+        "result": [
+            {
+                "url": "https://ex.com",
+                "title": "Ex",
+                "pageAge": None,
+                "encryptedContent": "E",
+                "type": "web_search_result",
+            },
+        ],
+    }
+    assert parts[5]["type"] == "source" and parts[5]["url"] == "https://ex.com"
+    assert parts[6] == {
+        "type": "tool-result",
+        "toolCallId": "srvtoolu_1",
+        "toolName": "web_search",
+        "result": {"type": "web_search_tool_result_error", "errorCode": "max_uses_exceeded"},
+        "isError": True,
+    }
 
 
 def test_mcp_tool_use_carries_its_server_name() -> None:

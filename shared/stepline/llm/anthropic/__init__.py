@@ -6,11 +6,15 @@
     prompt,
     convert
     stream     server-sent events -> V4 stream parts
+    server_tools, server_results, server_blocks
+               Anthropic's server tools: request entries, streamed results, blocks sent back
+    tools      the server tools as `Tool`s an Agent lists (`anthropic_tools.web_search(...)`)
 
 Importing this package imports the `anthropic` SDK; the registry loads it only when an Anthropic
 model is asked for.
 """
 
+from . import tools
 from .model import DEFAULT_MAX_TOKENS, AnthropicModel, to_model_call_error
 
-__all__ = ["DEFAULT_MAX_TOKENS", "AnthropicModel", "to_model_call_error"]
+__all__ = ["DEFAULT_MAX_TOKENS", "AnthropicModel", "to_model_call_error", "tools"]

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
-from ..base import FunctionTool, ModelCallOptions, ModelCapabilities, ResponseFormat
-from ..errors import function_tools_only
+from ..base import FunctionTool, ModelCallOptions, ModelCapabilities, ProviderTool, ResponseFormat
 from .content import IMAGE_TYPES, Block, PromptContext
 from .options import (
     AnthropicProviderOptions,
@@ -31,6 +30,7 @@ from .options import (
     to_snake_wire,
 )
 from .prompt import convert_prompt
+from .server_tools import server_tool_block
 
 __all__ = ["AnthropicRequest", "ModelTraits", "anthropic_capabilities", "build_request", "model_traits"]
 
@@ -68,6 +68,8 @@ class ModelTraits:
     structured_output: bool
     adaptive_thinking: bool
     is_claude: bool
+    server_tools: bool = True
+    """Web search, web fetch and code execution: Claude 3.5 Haiku, 3.7 Sonnet and every later model."""
 
 
 def model_traits(model_id: str) -> ModelTraits:
@@ -76,7 +78,11 @@ def model_traits(model_id: str) -> ModelTraits:
     if match is None:
         is_claude = "claude" in model_id
         return ModelTraits(
-            documents=is_claude, structured_output=is_claude, adaptive_thinking=is_claude, is_claude=is_claude
+            documents=is_claude,
+            structured_output=is_claude,
+            adaptive_thinking=is_claude,
+            is_claude=is_claude,
+            server_tools=is_claude,
         )
     version = (int(match.group(1)), int(match.group(2) or 0))
     return ModelTraits(
@@ -84,6 +90,7 @@ def model_traits(model_id: str) -> ModelTraits:
         structured_output=version >= (4, 5) or version == (4, 1),
         adaptive_thinking=version >= (4, 6),
         is_claude=True,
+        server_tools=version >= (3, 7) or (version == (3, 5) and "haiku" in model_id),
     )
 
 
@@ -117,7 +124,7 @@ def build_request(
     _thinking(body, thinking, warnings)
     json_tool = _response_format(body, options.response_format, provider, traits, warnings)
     _output_config(body, provider, effort)
-    _tools(body, options, provider, json_tool, context)
+    _tools(body, options, provider, json_tool, context, traits)
     _provider_fields(body, provider, context)
     headers = _headers(options.headers, [*context.betas, *(provider.anthropic_beta or [])])
     return AnthropicRequest(
@@ -264,15 +271,23 @@ def _tools(
     provider: AnthropicProviderOptions,
     json_tool: FunctionTool | None,
     context: PromptContext,
+    traits: ModelTraits,
 ) -> None:
-    function_tools = function_tools_only(
-        options.tools, provider="anthropic", model_id=context.model_id, api="the Messages API"
-    )
-    tools = [*function_tools, *([json_tool] if json_tool else [])]
+    """Function tools and server tools in the caller's order, then the forced JSON tool (if any)."""
+    tools = [*options.tools, *([json_tool] if json_tool else [])]
     if not tools:
         return
     eager = provider.tool_streaming is not False
-    body["tools"] = [_function_tool(tool, eager=eager, context=context) for tool in tools]
+    entries: list[JsonValue] = []
+    for tool in tools:
+        if isinstance(tool, ProviderTool):
+            entry, beta = server_tool_block(tool, model_id=context.model_id, supported=traits.server_tools)
+            entries.append(entry)
+            if beta is not None:
+                context.add_beta(beta)
+        else:
+            entries.append(_function_tool(tool, eager=eager, context=context))
+    body["tools"] = entries
     if json_tool is not None:
         if provider.disable_parallel_tool_use is False:
             context.warnings.append(

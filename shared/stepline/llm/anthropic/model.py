@@ -31,6 +31,7 @@ import httpx2
 from ..base import ModelCallOptions, ModelCapabilities, ModelStreamPart, V4StreamStart
 from ..errors import ModelCallError, retry_after_seconds
 from .convert import AnthropicRequest, anthropic_capabilities, build_request
+from .server_results import prompt_documents
 from .stream import AnthropicStreamState
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicModel", "to_model_call_error"]
@@ -103,7 +104,11 @@ class AnthropicModel:
         """Send one request and yield its parts; raises `ModelCallError` on failure."""
         request = self.build_request(options)
         response = await self._send(request)
-        state = AnthropicStreamState(uses_json_tool=request.uses_json_tool, include_raw=options.include_raw_chunks)
+        state = AnthropicStreamState(
+            uses_json_tool=request.uses_json_tool,
+            include_raw=options.include_raw_chunks,
+            documents=prompt_documents(options.prompt),
+        )
         try:
             yield V4StreamStart(warnings=request.warnings, request_body=request.body)
             async for event in anthropic.AsyncStream.raw_events(response.response):

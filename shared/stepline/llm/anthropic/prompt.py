@@ -9,6 +9,8 @@ After `convertToAnthropicPrompt` of `@ai-sdk/anthropic` (`src/convert-to-anthrop
 - reasoning → `thinking` with its signature, or `redacted_thinking` with its data, in place and
   unchanged (a tool-use turn that came with thinking must be sent back starting with it);
   reasoning without either is dropped with a warning;
+- provider-executed calls and results → `server_tool_use` and `*_tool_result` blocks in the
+  API's own spelling (`server_blocks`); a text's citations (its provider metadata) go back with it;
 - files → `image` or `document` blocks (`content`); a media type the model cannot
   take raises `UnsupportedCapabilityError`, never a silent drop;
 - `cacheControl` in a part's (or, for its last part, a message's) `providerOptions.anthropic`
@@ -28,8 +30,6 @@ from ...protocol.model_messages import (
     AssistantContentPart,
     AssistantModelMessage,
     ContentOutput,
-    ErrorJsonOutput,
-    JsonOutput,
     ModelCustomPart,
     ModelFilePart,
     ModelMessage,
@@ -46,6 +46,7 @@ from ...protocol.model_messages import (
 )
 from .content import Block, PromptContext, file_block, tool_result_block
 from .options import parse_cache_control
+from .server_blocks import server_tool_result_block, server_tool_use_block
 
 __all__ = ["AnthropicPrompt", "PromptContext", "convert_prompt"]
 
@@ -195,12 +196,21 @@ def _assistant_block(part: AssistantContentPart, context: PromptContext, where: 
         case ModelTextPart():
             # A prefilled last assistant turn may not end in whitespace; empty text blocks are refused.
             text = part.text.rstrip() if trim else part.text
-            return {"type": "text", "text": text} if text else None
+            if not text:
+                return None
+            citations = ((part.provider_options or {}).get("anthropic") or {}).get("citations")
+            return {"type": "text", "text": text, **({"citations": citations} if citations is not None else {})}
         case ToolCallPart():
-            kind = "server_tool_use" if part.provider_executed else "tool_use"
-            return {"type": kind, "id": part.tool_call_id, "name": part.tool_name, "input": _tool_input(part.input)}
+            if part.provider_executed:
+                return server_tool_use_block(part, _tool_input(part.input))
+            return {
+                "type": "tool_use",
+                "id": part.tool_call_id,
+                "name": part.tool_name,
+                "input": _tool_input(part.input),
+            }
         case ToolResultPart():
-            return _provider_tool_result(part, context, where)
+            return server_tool_result_block(part, context, where)
         case ToolApprovalRequestPart():
             return None  # the loop's bookkeeping: the API has no block for it
         case ModelFilePart() | ModelReasoningFilePart() | ModelCustomPart() | ModelReasoningPart():
@@ -215,15 +225,6 @@ def _tool_input(value: JsonValue) -> JsonValue:
     if value is None:
         return {}
     return value if isinstance(value, dict) else {"rawInvalidInput": value}
-
-
-def _provider_tool_result(part: ToolResultPart, context: PromptContext, where: str) -> Block | None:
-    """The result of a provider-executed tool (web search, …), sent back as `<tool>_tool_result`."""
-    output = part.output
-    if not isinstance(output, JsonOutput | ErrorJsonOutput):
-        context.warn(f"{where}: a provider-executed {output.type} result cannot be sent to Anthropic")
-        return None
-    return {"type": f"{part.tool_name}_tool_result", "tool_use_id": part.tool_call_id, "content": output.value}
 
 
 def _reasoning_blocks(part: ModelReasoningPart, context: PromptContext, where: str) -> list[Block]:

@@ -12,8 +12,12 @@ the parts each event yields:
       redacted_thinking           reasoning-start / -end carrying `{"anthropic": {"redactedData"}}`
       tool_use                    tool-input-start / -delta (input_json_delta) / -end, then
                                   tool-call with the JSON text ("{}" when none came)
-      server_tool_use, mcp_tool_use   the same, provider-executed
-      *_tool_result, mcp_tool_result  tool-result (provider-executed tools)
+      server_tool_use, mcp_tool_use   the same, provider-executed (code execution's sub-tools
+                                  are `code_execution` calls whose input names them: `server_results`)
+      *_tool_result, mcp_tool_result  tool-result (provider-executed tools); web search results also
+                                  `source` parts (`server_results`)
+    citations_delta               kept for text-end; a document citation is a `source` at once, a
+                                  web citation one at message_stop when no search results came
     message_delta                 stop reason, usage running totals
     message_stop                  finish
     error                         error (a `ModelCallError` classified from the provider's `{type,
@@ -27,13 +31,15 @@ Pure: pydantic, the standard library and `stepline` only.
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from pydantic import JsonValue
 
 from ...protocol._json import dumps, loads_strict
-from ...protocol.chunks import Citation, ProviderMetadata
+from ...protocol.chunks import ProviderMetadata
 from ..base import (
     ModelStreamPart,
     V4Error,
@@ -57,6 +63,14 @@ from ..base import (
     V4Usage,
 )
 from ..errors import ModelCallError, in_stream_error
+from .server_results import (
+    SERVER_TOOL_NAMES,
+    CitationDocument,
+    citation_of,
+    citation_source,
+    programmatic_input,
+    server_tool_result,
+)
 
 __all__ = ["AnthropicStreamState", "finish_reason", "usage_from_anthropic"]
 
@@ -67,7 +81,7 @@ _STOP_REASONS: dict[str, Literal["stop", "length", "content-filter", "tool-calls
     "model_context_window_exceeded": "length",
     "tool_use": "tool-calls",
     "refusal": "content-filter",
-    "pause_turn": "other",
+    "pause_turn": "stop",  # a long server-tool turn paused: the SDK ends the step as a stop
 }
 _TOOL_USE_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
 _INPUT_KEYS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
@@ -112,7 +126,9 @@ class _Block:
     initial_input: str = ""
     provider_executed: bool | None = None
     metadata: ProviderMetadata | None = None
-    citations: list[Citation] = field(default_factory=list[Citation])
+    citations: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    input_type: str | None = None
+    """Code execution's sub-tool, written into the input's first delta as its `type`."""
 
 
 @dataclass
@@ -121,13 +137,18 @@ class AnthropicStreamState:
 
     uses_json_tool: bool = False
     include_raw: bool = False
+    new_id: Callable[[], str] = field(default=lambda: secrets.token_urlsafe(12))
+    """Ids of `source` parts (the SDK's are random too)."""
+    documents: list[CitationDocument] = field(default_factory=list[CitationDocument])
+    """What a citation's `document_index` points at: the prompt's citable files, then fetched pages."""
     _blocks: dict[int, _Block] = field(default_factory=dict[int, _Block])
     _tool_names: dict[str, str] = field(default_factory=dict[str, str])
     _usage: dict[str, Any] = field(default_factory=dict[str, Any])
     _stop_reason: str | None = None
     _stop_sequence: str | None = None
     _error_type: str | None = None
-    _citation_count: int = 0
+    _web_citations: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    _web_results: bool = False
     _finished: bool = False
 
     def feed(self, event: str | None, data: str) -> list[ModelStreamPart]:
@@ -172,7 +193,7 @@ class AnthropicStreamState:
                 return self._message_delta(_dict(payload.get("delta")), _dict(payload.get("usage")))
             case "message_stop":
                 self._finished = True
-                return [self._finish()]
+                return [*self._fallback_sources(), self._finish()]
             case "error":
                 error = _dict(payload.get("error")) or payload
                 self._error_type = str(error.get("type") or "error")
@@ -239,12 +260,15 @@ class AnthropicStreamState:
         if kind in _TOOL_USE_BLOCKS:
             return self._tool_start(index, kind, block)
         if kind.endswith("_tool_result"):
-            return [self._tool_result(kind, block)]
+            return self._tool_result(kind, block)
         return []
 
     def _tool_start(self, index: int, kind: str, block: dict[str, Any]) -> list[ModelStreamPart]:
         tool_id, name = str(block.get("id")), str(block.get("name"))
         provider_executed = True if kind != "tool_use" else None
+        input_type = None
+        if kind == "server_tool_use" and name in SERVER_TOOL_NAMES:
+            name, input_type = SERVER_TOOL_NAMES[name]
         metadata: ProviderMetadata | None = None
         if kind == "mcp_tool_use":
             metadata = {"anthropic": {"type": "mcp-tool-use", "serverName": _str(block.get("server_name"))}}
@@ -257,10 +281,20 @@ class AnthropicStreamState:
             initial_input=dumps(initial) if isinstance(initial, dict) and initial else "",
             provider_executed=provider_executed,
             metadata=metadata,
+            input_type=input_type,
         )
         return [V4ToolInputStart(id=tool_id, tool_name=name, **_some(provider_executed=provider_executed))]
 
-    def _tool_result(self, kind: str, block: dict[str, Any]) -> V4ToolResult:
+    def _tool_result(self, kind: str, block: dict[str, Any]) -> list[ModelStreamPart]:
+        mapped = server_tool_result(kind, block, self.new_id)
+        if mapped is not None:
+            if mapped.document is not None:
+                self.documents.append(mapped.document)
+            self._web_results = self._web_results or mapped.web_results
+            return mapped.parts
+        return [self._other_tool_result(kind, block)]
+
+    def _other_tool_result(self, kind: str, block: dict[str, Any]) -> V4ToolResult:
         tool_call_id = str(block.get("tool_use_id"))
         content: JsonValue = block.get("content")
         if kind == "mcp_tool_result":
@@ -283,8 +317,13 @@ class AnthropicStreamState:
                 text = str(delta.get("partial_json", ""))
                 return [V4TextDelta(id=block.id, delta=text)] if text else []
             case "citations_delta", "text":
-                self._citation_count += 1  # ids unique within the message, not only the block
-                block.citations.append(_citation(_dict(delta.get("citation")), self._citation_count - 1))
+                citation = _dict(delta.get("citation"))
+                block.citations.append(citation)
+                if citation.get("type") == "web_search_result_location":
+                    self._web_citations.append(citation)
+                else:
+                    source = citation_source(citation, self.documents, self.new_id)
+                    return [source] if source is not None else []
             case "thinking_delta", "reasoning":
                 return [V4ReasoningDelta(id=block.id, delta=str(delta.get("thinking", "")))]
             case "signature_delta", "reasoning":
@@ -294,18 +333,39 @@ class AnthropicStreamState:
             case "input_json_delta", "tool":
                 text = str(delta.get("partial_json", ""))
                 if text:
+                    if block.input_type is not None and not block.input and not block.initial_input:
+                        # Code execution's sub-tool travels in the input, as the AI SDK writes it.
+                        text = f'{{"type": "{block.input_type}",{text[1:]}'
                     block.input += text
                     return [V4ToolInputDelta(id=block.id, delta=text)]
             case _:
                 pass
         return []
 
+    def _text_end(self, block: _Block) -> V4TextEnd:
+        """Citations as the SDK ends a text: mapped, and raw in provider metadata to be sent back."""
+        if not block.citations:
+            return V4TextEnd(id=block.id)
+        return V4TextEnd(
+            id=block.id,
+            citations=[citation_of(citation, self.documents) for citation in block.citations],
+            provider_metadata={"anthropic": {"citations": cast(JsonValue, block.citations)}},
+        )
+
+    def _fallback_sources(self) -> list[ModelStreamPart]:
+        """Web citations as sources, when no search result of this message gave them already."""
+        citations, self._web_citations = self._web_citations, []
+        if self._web_results:
+            return []
+        sources = [citation_source(citation, self.documents, self.new_id) for citation in citations]
+        return [source for source in sources if source is not None]
+
     def _block_stop(self, index: int) -> list[ModelStreamPart]:
         block = self._blocks.pop(index, None)
         if block is None:
             return []
         if block.kind == "text":
-            return [V4TextEnd(id=block.id, **_some(citations=block.citations or None))]
+            return [self._text_end(block)]
         if block.kind == "reasoning":
             return [V4ReasoningEnd(id=block.id, **_some(provider_metadata=block.metadata))]
         parts: list[ModelStreamPart] = []
@@ -313,34 +373,14 @@ class AnthropicStreamState:
             # The whole input came with content_block_start (programmatic tool calls): stream it once.
             block.input = block.initial_input
             parts.append(V4ToolInputDelta(id=block.id, delta=block.input))
+        text = block.input or "{}"
         call = V4ToolCall(
             tool_call_id=block.id,
             tool_name=block.tool_name,
-            input=block.input or "{}",
+            input=programmatic_input(text) if block.input_type == "programmatic-tool-call" else text,
             **_some(provider_executed=block.provider_executed, provider_metadata=block.metadata),
         )
         return [*parts, V4ToolInputEnd(id=block.id), call]
-
-
-def _citation(citation: dict[str, Any], number: int) -> Citation:
-    """An Anthropic citation as a V4 citation: a URL source for web results, else a document source."""
-    source: dict[str, JsonValue]
-    if isinstance(citation.get("url"), str):
-        source = {"type": "source", "sourceType": "url", "id": f"citation-{number}", "url": citation["url"]}
-        if isinstance(citation.get("title"), str):
-            source["title"] = citation["title"]
-    else:
-        media_type = "application/pdf" if citation.get("type") == "page_location" else "text/plain"
-        title = citation.get("document_title")
-        source = {
-            "type": "source",
-            "sourceType": "document",
-            "id": f"citation-{number}",
-            "mediaType": media_type,
-            "title": title if isinstance(title, str) else "Document",
-        }
-    source["providerMetadata"] = {"anthropic": citation}
-    return Citation(source=source, **_some(cited_text=_str(citation.get("cited_text"))))
 
 
 def _some(**fields: Any) -> dict[str, Any]:
