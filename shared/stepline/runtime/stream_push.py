@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
+from collections.abc import Callable
 from typing import Protocol
 
-__all__ = ["InProcessNotifier", "RunNotifier", "RunSubscription"]
+__all__ = ["InProcessNotifier", "RunNotifier", "RunSubscription", "notifier", "notify"]
+
+_LOG = logging.getLogger("stepline.runtime")
 
 
 class RunSubscription(Protocol):
@@ -112,3 +116,23 @@ class InProcessNotifier:
         """How many streams follow the run (for tests and diagnostics)."""
         with self._lock:
             return len(self._subscribers.get((user_id, run_id), ()))
+
+
+def notify(push: RunNotifier | None, user_id: str, run_id: str, seq: int) -> None:
+    """Tell the run's streams its log has grown to `seq`; a failure is logged, never raised.
+
+    A lost notification costs the stream one poll interval, never the write that came before it.
+    """
+    if push is None:
+        return
+    try:
+        push.notify(user_id, run_id, seq)
+    except Exception:
+        _LOG.warning("notifying the streams of run %s failed", run_id, exc_info=True)
+
+
+def notifier(push: RunNotifier | None, user_id: str, run_id: str) -> Callable[[int], None] | None:
+    """What a recorder calls after each append (None without a push channel: streams poll)."""
+    if push is None:
+        return None
+    return lambda seq: notify(push, user_id, run_id, seq)

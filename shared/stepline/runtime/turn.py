@@ -1,0 +1,152 @@
+"""Starting a turn: the turn's records, its first checkpoint and `start` event, then the workflow.
+
+The run's context (the authorizer's claims, the client's extra body fields) is fixed here, once;
+every later step, tool and callback rebuilds it from the run (`run_context_of`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import Any, cast
+
+from pydantic import JsonValue
+
+from ..agent.definition import Agent
+from ..loop.callbacks import StartEvent
+from ..loop.state import LoopState
+from ..protocol.chunks import (
+    StartChunk,
+)
+from ..store.errors import NotFound
+from ..store.history import history_messages
+from ..store.ports import TurnStart, TurnStarted
+from ..store.records import (
+    RunRecord,
+)
+from ..tools.context import RunContext
+from .callbacks import fire
+from .ending import fail_run
+from .recorder import RunRecorder
+from .services import Services
+from .stream_push import notifier
+
+__all__ = ["begin_turn", "run_context_of"]
+
+_LOG = logging.getLogger("stepline.runtime")
+
+
+def begin_turn(
+    services: Services,
+    user_id: str,
+    *,
+    conversation_id: str,
+    run_id: str,
+    assistant_message_id: str,
+    user_message: dict[str, Any] | None,
+    title: str | None = None,
+    supersede_seqs: tuple[int, ...] = (),
+    agent: str | None = None,
+    claims: Mapping[str, JsonValue] | None = None,
+    body: Mapping[str, JsonValue] | None = None,
+) -> TurnStarted:
+    """Write the turn, its initial checkpoint and its `start` event, then start the workflow.
+
+    `supersede_seqs` are the messages a regenerated answer replaces: they leave the history.
+    `agent` names the agent of a new conversation (an existing one keeps its own; an unknown name
+    raises `UnknownAgentError`); `claims` and `body` become the run's fixed context.
+    """
+    store, now = services.store, services.clock()
+    chosen = _turn_agent(services, user_id, conversation_id, agent)
+    model = services.model_for(chosen)
+    metadata: dict[str, Any] = {
+        "schemaVersion": 1,
+        "provider": model.provider,
+        "model": model.model_id,
+        "startedAt": now,
+        "runId": run_id,
+    }
+    if services.client:
+        metadata["client"] = services.client
+    context: dict[str, JsonValue] = {"claims": dict(claims or {"sub": user_id}), "body": dict(body or {})}
+    started = store.start_turn(
+        user_id,
+        TurnStart(
+            conversation_id=conversation_id,
+            run_id=run_id,
+            assistant_message_id=assistant_message_id,
+            user_message=user_message,
+            provider=model.provider,
+            model=model.model_id,
+            agent=chosen.name,
+            agent_fingerprint=chosen.fingerprint(),
+            context=context,
+            title=title,
+            assistant_metadata=metadata,
+            supersede_seqs=supersede_seqs,
+            now=now,
+        ),
+    )
+    earlier = [
+        m
+        for m in store.list_messages(user_id, conversation_id, limit=10_000).items
+        if m.message_id != assistant_message_id and m.superseded_by is None
+    ]
+    history = history_messages(
+        earlier,
+        budget_chars=chosen.history_budget_chars,
+        reasoning=chosen.reasoning_history,
+        model_supports_reasoning=model.capabilities.reasoning_history,
+    )
+    state = LoopState(run_id=run_id, message_id=assistant_message_id, started_at=now, messages=history)
+    store.save_checkpoint(
+        user_id, run_id, state=state.model_dump(mode="json", by_alias=True), reason="step_end", now=now
+    )
+    recorder = RunRecorder(
+        store,
+        started.run,
+        started.assistant_message,
+        now=services.clock,
+        notify=notifier(services.stream_push, started.run.user_id, started.run.run_id),
+    )
+    recorder.write([StartChunk(message_id=assistant_message_id, message_metadata=metadata)])
+    recorder.flush()
+    run_context = run_context_of(services, started.run)
+    failed = fire(
+        chosen.on_start,
+        StartEvent(run_id, model.provider, model.model_id, state.messages, [t.name for t in chosen.tools], run_context),
+    )
+    if failed is not None:  # the run ends before its first step (never left working without a workflow)
+        fail_run(services, user_id, run_id, f"on_start failed: {failed}", "callback_error")
+        return started
+    if services.orchestrator is not None:
+        services.orchestrator.start_run(user_id, run_id)
+    return started
+
+
+def _turn_agent(services: Services, user_id: str, conversation_id: str, requested: str | None) -> Agent:
+    """The conversation's own agent when it has one (fixed for its life), else the requested one."""
+    with contextlib.suppress(NotFound):
+        existing = services.store.get_conversation(user_id, conversation_id).agent
+        if existing is not None:
+            return services.agent_of_run(existing)
+    return services.agent(requested)
+
+
+def run_context_of(services: Services, run: RunRecord) -> RunContext:
+    """The run's context as it was fixed when it started, with this process's ports."""
+    stored = run.context or {}
+    claims = stored.get("claims")
+    body = stored.get("body")
+    return RunContext(
+        user_id=run.user_id,
+        conversation_id=run.conversation_id,
+        run_id=run.run_id,
+        message_id=run.assistant_message_id,
+        store=services.store,
+        blobs=services.blobs,
+        claims=cast(dict[str, JsonValue], claims) if isinstance(claims, dict) else {"sub": run.user_id},
+        body=cast(dict[str, JsonValue], body) if isinstance(body, dict) else {},
+        agent=run.agent or services.agent_set.default_name,
+    )
