@@ -2,9 +2,11 @@
 
 It forwards every request unchanged (upstream over HTTP/1.0, so the body is not chunked) and can
 damage the next SSE response of a kind, the way a network does: cut it after N events (the
-browser sees a broken chunked body, a network error), deliver every event twice, or hand the whole
-body over in one write (thousands of events in one network chunk); and answer the next resume
-requests with 502. Every request is recorded as (method, path, status).
+browser sees a broken chunked body, a network error), deliver every event twice, hand the whole
+body over in one write (thousands of events in one network chunk), or hold its end (`[DONE]` and
+the close) until the test releases it, so the stream is still open while the page shows what came
+before; and answer the next resume requests with 502. Every request is recorded as (method, path,
+status).
 """
 
 from __future__ import annotations
@@ -24,13 +26,15 @@ class Faults:
     """Send the whole next `POST /api/chat` response in a single chunk, once it is complete."""
     fail_resumes: int = 0
     """Answer this many `GET /api/chat/{id}/stream` with 502."""
+    hold_next_chat_end: threading.Event | None = None
+    """Hold the next `POST /api/chat` response's `[DONE]` and its close until this event is set."""
 
 
 @dataclass
 class FaultProxy:
     upstream: tuple[str, int]
     faults: Faults = field(default_factory=Faults)
-    requests: list[tuple[str, str, int]] = field(default_factory=list)
+    requests: list[tuple[str, str, int]] = field(default_factory=list[tuple[str, str, int]])
     dropped: int = 0
 
     def __post_init__(self) -> None:
@@ -79,6 +83,9 @@ class FaultProxy:
                 if faults.coalesce_next_chat:
                     plan["coalesce"] = True
                     faults.coalesce_next_chat = False
+                if faults.hold_next_chat_end is not None:
+                    plan["hold"] = faults.hold_next_chat_end
+                    faults.hold_next_chat_end = None
             if method == "GET" and path.startswith("/api/chat/") and path.endswith("/stream") and faults.fail_resumes:
                 faults.fail_resumes -= 1
                 plan["fail"] = True
@@ -147,6 +154,7 @@ class FaultProxy:
         drop = plan.get("drop")
         duplicate = bool(plan.get("duplicate"))
         coalesce = bool(plan.get("coalesce"))
+        hold = plan.get("hold")
         buffer = rest
         held: list[bytes] = []
         events = 0
@@ -160,6 +168,10 @@ class FaultProxy:
             out: list[bytes] = []
             for event in complete:
                 block = event + b"\n\n"
+                if isinstance(hold, threading.Event) and event.endswith(b"data: [DONE]"):
+                    send(b"".join(out))
+                    out = []
+                    hold.wait(60)
                 out.append(block)
                 if duplicate and b"\nid:" in b"\n" + event:
                     out.append(block)

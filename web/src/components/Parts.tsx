@@ -263,8 +263,12 @@ const APPROVAL_LABELS: Record<ApprovalView, string> = {
 };
 
 export function ToolApprovalCard({ tool, ctx }: { tool: ToolCall; ctx: PartContext }) {
-  const [reason, setReason] = useState('');
   const approval = tool.approval!;
+  const [reason, setReasonState] = useState(() => ctx.session.reasonDrafts.get(approval.id) ?? '');
+  const setReason = (value: string) => {
+    ctx.session.reasonDrafts.set(approval.id, value);
+    setReasonState(value);
+  };
   const { view, reason: decidedReason, pending } = approvalView(tool, ctx);
   const overlay = ctx.session.overlays.get(approval.id);
   const actionable = view === 'requested';
