@@ -5,8 +5,9 @@ damage the next SSE response of a kind, the way a network does: cut it after N e
 browser sees a broken chunked body, a network error), deliver every event twice, hand the whole
 body over in one write (thousands of events in one network chunk), or hold its end (`[DONE]` and
 the close) until the test releases it, so the stream is still open while the page shows what came
-before; and answer the next resume requests with 502. Every request is recorded as (method, path,
-status).
+before; stall the next resume stream after its approval requests (the page follows the wait and
+hears nothing more until released); and answer the next resume requests with 502. Every request is
+recorded as (method, path, status).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ class Faults:
     """Answer this many `GET /api/chat/{id}/stream` with 502."""
     hold_next_chat_end: threading.Event | None = None
     """Hold the next `POST /api/chat` response's `[DONE]` and its close until this event is set."""
+    stall_next_resume: threading.Event | None = None
+    """Relay the next `GET /api/chat/{id}/stream` up to its first event with an approval request, then
+    nothing more (what the server sends waits in the proxy) until this event is set."""
 
 
 @dataclass
@@ -86,9 +90,13 @@ class FaultProxy:
                 if faults.hold_next_chat_end is not None:
                     plan["hold"] = faults.hold_next_chat_end
                     faults.hold_next_chat_end = None
-            if method == "GET" and path.startswith("/api/chat/") and path.endswith("/stream") and faults.fail_resumes:
+            resume = method == "GET" and path.startswith("/api/chat/") and path.endswith("/stream")
+            if resume and faults.fail_resumes:
                 faults.fail_resumes -= 1
                 plan["fail"] = True
+            elif resume and faults.stall_next_resume is not None:
+                plan["stall"] = faults.stall_next_resume
+                faults.stall_next_resume = None
             return plan
 
     def _handle(self, client: socket.socket) -> None:
@@ -155,6 +163,7 @@ class FaultProxy:
         duplicate = bool(plan.get("duplicate"))
         coalesce = bool(plan.get("coalesce"))
         hold = plan.get("hold")
+        stall = plan.get("stall")
         buffer = rest
         held: list[bytes] = []
         events = 0
@@ -186,6 +195,9 @@ class FaultProxy:
                 held.extend(out)
             else:
                 send(b"".join(out))
+            if isinstance(stall, threading.Event) and any(b'"tool-approval-request"' in block for block in out):
+                stall.wait(60)
+                stall = None
             data = upstream.recv(65536)
             if not data:
                 break

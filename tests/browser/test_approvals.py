@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 from stepline.api.identity import DEFAULT_LOCAL_USER
 from tests.browser.conftest import Ui
 from tests.browser.test_chat_ui import (
+    RESOURCE_ERROR,
     answer_text,
     assert_clean_console,
     assert_settled,
@@ -124,3 +125,58 @@ def test_a_typed_reason_survives_the_card_mounting_again(ui: Ui) -> None:
     tool = write_file_parts(ui)[0]
     assert tool["approval"]["approved"] is True and tool["approval"].get("reason") == "checked the path"
     assert_clean_console(ui)
+
+
+# -- the server refuses the page's decision -----------------------------------------------------------
+
+
+def follow_the_wait_hearing_nothing(ui: Ui, prompt: str) -> threading.Event:
+    """Send, reload, and follow the run's wait on a resume stream that then stays silent until released."""
+    ui.open()
+    ui.send(prompt)
+    card = last_assistant(ui).get_by_test_id("approval-card")
+    expect(card).to_have_attribute("data-approval-state", "requested")
+    expect(ui.page.get_by_test_id("chat")).to_have_attribute("data-chat-status", "ready")
+    release = threading.Event()
+    ui.stack.proxy.faults.stall_next_resume = release
+    ui.page.reload()
+    expect(card).to_have_attribute("data-approval-state", "requested")
+    expect(ui.page.get_by_test_id("chat")).to_have_attribute("data-chat-status", "streaming")
+    return release
+
+
+def assert_the_chat_goes_on(ui: Ui) -> None:
+    """The next message is answered as usual: the refusal broke nothing."""
+    ui.send("hello there")
+    expect(ui.page.get_by_test_id("assistant-message")).to_have_count(2)
+    assert_settled(ui)
+    assert "Hello from the script" in answer_text(ui)
+
+
+def test_a_decision_another_tab_made_first_reads_already_decided_through_the_webhook(ui: Ui) -> None:
+    release = follow_the_wait_hearing_nothing(ui, "write a note")
+    try:
+        card = last_assistant(ui).get_by_test_id("approval-card")
+        approval = str(card.get_attribute("data-approval-id"))
+        with ui.stack.server.client() as http:  # another tab, or the API, denies it first
+            assert http.post(f"/api/approvals/{approval}", json={"approved": False}).status_code == 200
+        card.get_by_role("button", name="Approve").click()
+        expect(card).to_have_attribute("data-approval-state", "conflict")
+        expect(card).to_contain_text("Already decided the other way")
+        expect(card).to_contain_text(f"approval {approval} was already denied")  # the server's own words
+        expect(card.get_by_role("button", name="Approve")).to_have_count(0)
+        assert ("POST", f"/api/approvals/{approval}", 409) in ui.stack.proxy.requests
+        ui.screenshot("approval-conflict")
+    finally:
+        release.set()
+    # The stream the page follows carries the run on with the other tab's denial.
+    assert_settled(ui)
+    open_trace(ui)
+    expect(last_assistant(ui).get_by_test_id("tool-block")).to_have_attribute("data-tool-state", "output-denied")
+    # The collapsed trace counts the server's outcome (the other tab's denial), not the page's approve.
+    expect(trace(ui).get_by_test_id("trace-approved")).to_have_count(0)
+    expect(trace(ui).get_by_test_id("trace-denied")).to_have_text("1 denied")
+    tool = write_file_parts(ui)[0]
+    assert tool["state"] == "output-denied" and tool["approval"]["approved"] is False
+    assert_the_chat_goes_on(ui)
+    assert_clean_console(ui, RESOURCE_ERROR)

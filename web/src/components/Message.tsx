@@ -74,7 +74,11 @@ export interface Decisions {
 export function decisionsOf(tools: ToolCall[], refused: (approvalId: string) => boolean = () => false): Decisions {
   const decisions: Decisions = { approved: 0, denied: 0, expired: 0 };
   for (const tool of tools) {
-    if (!tool.approval || refused(tool.approval.id)) continue; // the server did not take this page's decision
+    if (!tool.approval) continue;
+    // The server refused this page's decision (409/410/404): what the page applied locally is not
+    // counted; once the tool's outcome has come from the server (the run went on), that is.
+    const outcome = tool.state === 'output-denied' || tool.state === 'output-available' || tool.state === 'output-error';
+    if (refused(tool.approval.id) && !outcome) continue;
     const denied = tool.state === 'output-denied' || tool.approval.approved === false;
     if (denied) decisions[tool.approval.reason === EXPIRED_REASON ? 'expired' : 'denied'] += 1;
     else if (tool.approval.approved === true || tool.state === 'output-available' || tool.state === 'output-error') decisions.approved += 1;
