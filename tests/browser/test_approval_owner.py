@@ -51,8 +51,12 @@ def test_an_approval_unknown_to_the_user_reads_no_longer_exists(alice: Ui) -> No
 
     ui.page.context.set_extra_http_headers(BOB)
     card.get_by_role("button", name="Approve").click()
+    # To the page's user there is no such run: the turn reads interrupted, its trace closed.
+    expect(ui.page.get_by_test_id("execution-trace")).to_have_attribute("data-trace-state", "incomplete")
+    open_trace(ui)
     expect(card).to_have_attribute("data-approval-state", "not-found")
     expect(card).to_contain_text("This approval no longer exists")
+    expect(last_assistant(ui).get_by_test_id("tool-status")).to_have_text("unknown approval")  # not "approved"
     expect(card.get_by_role("button", name="Approve")).to_have_count(0)
     expect(ui.page.get_by_role("alert")).to_contain_text("in this chat")  # the server's words, not a crash
     assert ("POST", "/api/chat", 404) in ui.stack.proxy.requests

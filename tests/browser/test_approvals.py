@@ -163,6 +163,7 @@ def test_a_decision_another_tab_made_first_reads_already_decided_through_the_web
         card.get_by_role("button", name="Approve").click()
         expect(card).to_have_attribute("data-approval-state", "conflict")
         expect(card).to_contain_text("Already decided the other way")
+        expect(last_assistant(ui).get_by_test_id("tool-status")).to_have_text("decided elsewhere")  # not "approved"
         expect(card).to_contain_text(f"approval {approval} was already denied")  # the server's own words
         expect(card.get_by_role("button", name="Approve")).to_have_count(0)
         assert ("POST", f"/api/approvals/{approval}", 409) in ui.stack.proxy.requests

@@ -92,6 +92,7 @@ def test_a_late_decision_through_the_webhook_reads_expired_and_the_chat_goes_on(
         card.get_by_role("button", name="Approve").click()
         expect(card).to_have_attribute("data-approval-state", "expired")
         expect(card).to_contain_text("Expired: no decision in time")
+        expect(last_assistant(ui).get_by_test_id("tool-status")).to_have_text("expired")  # not "approved"
         expect(card).to_contain_text(f"approval {approval} expired")  # the server's own words
         expect(card.get_by_role("button", name="Approve")).to_have_count(0)
         assert ("POST", f"/api/approvals/{approval}", 410) in ui.stack.proxy.requests

@@ -21,7 +21,7 @@ import { ErrorBoundary } from './ErrorBoundary';
 import { PreviewLink } from './FilePreview';
 import { Icon, Spinner } from './Icon';
 import { Markdown } from './Markdown';
-import { renderTraceParts, type PartContext } from './Parts';
+import { ProcessPartFallback, renderTraceParts, type PartContext } from './Parts';
 
 /** Elapsed time from metadata.startedAt; ticks each second only while active, frozen otherwise. */
 function useElapsed(startedAt: number | undefined, endedAt: number | undefined, active: boolean): number | undefined {
@@ -283,7 +283,11 @@ export function UserMessage({ message }: { message: UIMessage }) {
           <PreviewLink key={i} file={{ url: part.url, title: part.filename ?? part.mediaType, mediaType: part.mediaType, filename: part.filename }}>
             {part.filename ?? part.mediaType}
           </PreviewLink>
-        ) : null,
+        ) : part.type === 'step-start' ? null : (
+          // Anything else a client sent with the message (a data-* part of an integration):
+          // the diagnosable fallback, never nothing.
+          <ProcessPartFallback key={i} part={part} />
+        ),
       )}
     </article>
   );
