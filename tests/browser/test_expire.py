@@ -96,12 +96,14 @@ def test_a_late_decision_through_the_webhook_reads_expired_and_the_chat_goes_on(
         expect(card).to_contain_text(f"approval {approval} expired")  # the server's own words
         expect(card.get_by_role("button", name="Approve")).to_have_count(0)
         assert ("POST", f"/api/approvals/{approval}", 410) in ui.stack.proxy.requests
-        ui.screenshot("approval-expired")
     finally:
         release.set()
     assert_settled(ui)
     expect(trace(ui).get_by_test_id("trace-expired")).to_have_text("1 expired")
     expect(trace(ui).get_by_test_id("trace-approved")).to_have_count(0)
+    open_trace(ui)
+    expect(card).to_have_attribute("data-approval-state", "expired")
+    ui.screenshot("approval-expired")
     tool = [p for p in ui.stored()["messages"][-1]["parts"] if p["type"] == "tool-write_file"][0]
     assert tool["state"] == "output-denied" and tool["approval"]["reason"] == "approval expired"
     assert_the_chat_goes_on(ui)

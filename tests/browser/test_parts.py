@@ -34,6 +34,7 @@ def test_a_page_cited_again_is_listed_once_per_message(ui: Ui) -> None:
         links = lists.nth(i).locator("li a")
         expect(links).to_have_count(len(urls))
         assert [links.nth(j).get_attribute("href") for j in range(len(urls))] == urls
+    ui.screenshot("sources")
     # The stored message keeps every part: only the list is deduplicated.
     stored = [p["url"] for p in ui.stored()["messages"][-1]["parts"] if p["type"] == "source-url"]
     assert stored == AGAIN_FIRST + AGAIN_SECOND
