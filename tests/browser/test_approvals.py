@@ -80,6 +80,36 @@ def test_two_approvals_decided_while_the_stream_that_asked_is_still_open(ui: Ui)
     assert_clean_console(ui)
 
 
+def test_two_approvals_both_decided_before_the_stream_that_asked_ends(ui: Ui) -> None:
+    release = threading.Event()
+    ui.stack.proxy.faults.hold_next_chat_end = release
+    ui.page.route("**/api/conversations?*", lambda route: None)  # as above: no stale poll
+    ui.open()
+    ui.send("two approvals please")
+    cards = last_assistant(ui).get_by_test_id("approval-card")
+    expect(cards.nth(1)).to_have_attribute("data-approval-state", "requested")
+    expect(ui.page.get_by_test_id("chat")).to_have_attribute("data-chat-status", "streaming")
+    try:
+        cards.nth(0).get_by_role("button", name="Deny").click()
+        expect(cards.nth(0)).to_have_attribute("data-approval-state", "denied")
+        cards.nth(1).get_by_role("button", name="Approve").click()
+        expect(cards.nth(1)).to_have_attribute("data-approval-state", "approved")
+    finally:
+        release.set()
+    # Both went to the webhook; at the stream's end the SDK's message has both decisions, so it
+    # sends the continuation once, which streams the rest of the run (no second run, no re-decision).
+    assert_settled(ui)
+    assert answer_text(ui).count("Both decided.") == 1
+    tools = write_file_parts(ui)
+    assert [t["state"] for t in tools] == ["output-denied", "output-available"]
+    chunks = run_log(ui, ui.stored()["messages"][-1]["runId"])
+    assert len([c for c in chunks if c["type"] == "tool-approval-response"]) == 2
+    assert [c["toolCallId"] for c in chunks if c["type"] == "tool-output-available"] == ["call-w2"]
+    posts = [(r[1].split("/")[2], r[2]) for r in ui.stack.proxy.requests if r[0] == "POST"]
+    assert posts == [("chat", 200), ("approvals", 200), ("approvals", 200), ("chat", 200)]
+    assert_clean_console(ui)
+
+
 def test_two_approvals_decided_while_following_the_wait_after_a_reload(ui: Ui) -> None:
     ui.open()
     ui.send("two approvals please")
