@@ -12,6 +12,8 @@ Prompts and what they play:
   source-url parts after it (one URL of the output again, one twice), then an answer;
 - "run the code" / "broken code": a provider-executed `code_interpreter` that prints / fails;
 - "cite sources": source-url parts with a URL twice and a source-document, then an answer;
+- "cite again": source-url parts (one URL again with a #fragment), reasoning, then more source-url
+  parts repeating one of the first, then an answer (AGAIN_LISTS: what each source list shows);
 - "make files": generated file parts (an image, Markdown, a PDF), then an answer;
 - "custom event": a `custom` part, then an answer;
 - "two approvals": two write_file calls in one step (both need approval), then an answer;
@@ -98,6 +100,10 @@ SEARCH_URLS = [
 ]
 """What the WebSearchBlock shows: the output's URLs, then the sources', each URL once."""
 CITED_URLS = ["https://example.com/a", "https://example.com/b", "https://example.com/a"]
+AGAIN_FIRST = ["https://example.com/a", "https://example.com/a#intro", "https://example.com/b"]
+AGAIN_SECOND = ["https://example.com/b", "https://example.com/c"]
+AGAIN_LISTS = [["https://example.com/a", "https://example.com/b"], ["https://example.com/c"]]
+"""Each URL once per message, its #fragment ignored (spec 000: the hash is removed before deduplication)."""
 PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 NOTES_MD = "# Findings\n\n- durable\n- *serverless*\n"
 TINY_PDF = (
@@ -187,6 +193,18 @@ BOOK_SCRIPTS: dict[str, Any] = {
                         }
                     ]
                     + text(["Cited."])
+                )
+            ],
+        },
+        {
+            "name": "cite-again",
+            "match": ["cite again"],
+            "steps": [
+                step(
+                    [source(f"g-{i}", u, f"First {i}") for i, u in enumerate(AGAIN_FIRST)]
+                    + reasoning(["Reading them again."])
+                    + [source(f"h-{i}", u, f"Second {i}") for i, u in enumerate(AGAIN_SECOND)]
+                    + text(["Cited again."])
                 )
             ],
         },

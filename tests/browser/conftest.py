@@ -66,9 +66,9 @@ class Stack:
     proxy: FaultProxy
 
 
-def _stack(tmp: Path, **env: str) -> Iterator[Stack]:
+def make_stack(tmp: Path, **env: str) -> Iterator[Stack]:
     model = write_book(tmp / "book.json", BOOK_SCRIPTS["scripts"], BOOK_SCRIPTS["fallback"])
-    with running(config(model, **env)) as server:
+    with running(config(model, tokens=None, **env)) as server:
         port = int(server.url.rsplit(":", 1)[1])
         proxy = FaultProxy(("127.0.0.1", port))
         try:
@@ -79,12 +79,12 @@ def _stack(tmp: Path, **env: str) -> Iterator[Stack]:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    yield from _stack(tmp_path_factory.mktemp("browser"))
+    yield from make_stack(tmp_path_factory.mktemp("browser"))
 
 
 @pytest.fixture(scope="module")
 def expiring_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    yield from _stack(tmp_path_factory.mktemp("expiring"), STEPLINE_APPROVAL_TIMEOUT_SECONDS="2")
+    yield from make_stack(tmp_path_factory.mktemp("expiring"), STEPLINE_APPROVAL_TIMEOUT_SECONDS="2")
 
 
 @dataclass

@@ -2,9 +2,12 @@
 
 It forwards every request unchanged (upstream over HTTP/1.0, so the body is not chunked) and can
 damage the next SSE response of a kind, the way a network does: cut it after N events (the
-browser sees a broken chunked body, a network error), deliver every event twice, or hand the whole
-body over in one write (thousands of events in one network chunk); and answer the next resume
-requests with 502. Every request is recorded as (method, path, status).
+browser sees a broken chunked body, a network error), deliver every event twice, hand the whole
+body over in one write (thousands of events in one network chunk), or hold its end (`[DONE]` and
+the close) until the test releases it, so the stream is still open while the page shows what came
+before; stall the next resume stream after its approval requests (the page follows the wait and
+hears nothing more until released); and answer the next resume requests with 502. Every request is
+recorded as (method, path, status).
 """
 
 from __future__ import annotations
@@ -24,13 +27,18 @@ class Faults:
     """Send the whole next `POST /api/chat` response in a single chunk, once it is complete."""
     fail_resumes: int = 0
     """Answer this many `GET /api/chat/{id}/stream` with 502."""
+    hold_next_chat_end: threading.Event | None = None
+    """Hold the next `POST /api/chat` response's `[DONE]` and its close until this event is set."""
+    stall_next_resume: threading.Event | None = None
+    """Relay the next `GET /api/chat/{id}/stream` up to its first event with an approval request, then
+    nothing more (what the server sends waits in the proxy) until this event is set."""
 
 
 @dataclass
 class FaultProxy:
     upstream: tuple[str, int]
     faults: Faults = field(default_factory=Faults)
-    requests: list[tuple[str, str, int]] = field(default_factory=list)
+    requests: list[tuple[str, str, int]] = field(default_factory=list[tuple[str, str, int]])
     dropped: int = 0
 
     def __post_init__(self) -> None:
@@ -79,9 +87,16 @@ class FaultProxy:
                 if faults.coalesce_next_chat:
                     plan["coalesce"] = True
                     faults.coalesce_next_chat = False
-            if method == "GET" and path.startswith("/api/chat/") and path.endswith("/stream") and faults.fail_resumes:
+                if faults.hold_next_chat_end is not None:
+                    plan["hold"] = faults.hold_next_chat_end
+                    faults.hold_next_chat_end = None
+            resume = method == "GET" and path.startswith("/api/chat/") and path.endswith("/stream")
+            if resume and faults.fail_resumes:
                 faults.fail_resumes -= 1
                 plan["fail"] = True
+            elif resume and faults.stall_next_resume is not None:
+                plan["stall"] = faults.stall_next_resume
+                faults.stall_next_resume = None
             return plan
 
     def _handle(self, client: socket.socket) -> None:
@@ -147,6 +162,8 @@ class FaultProxy:
         drop = plan.get("drop")
         duplicate = bool(plan.get("duplicate"))
         coalesce = bool(plan.get("coalesce"))
+        hold = plan.get("hold")
+        stall = plan.get("stall")
         buffer = rest
         held: list[bytes] = []
         events = 0
@@ -160,6 +177,10 @@ class FaultProxy:
             out: list[bytes] = []
             for event in complete:
                 block = event + b"\n\n"
+                if isinstance(hold, threading.Event) and event.endswith(b"data: [DONE]"):
+                    send(b"".join(out))
+                    out = []
+                    hold.wait(60)
                 out.append(block)
                 if duplicate and b"\nid:" in b"\n" + event:
                     out.append(block)
@@ -174,6 +195,9 @@ class FaultProxy:
                 held.extend(out)
             else:
                 send(b"".join(out))
+            if isinstance(stall, threading.Event) and any(b'"tool-approval-request"' in block for block in out):
+                stall.wait(60)
+                stall = None
             data = upstream.recv(65536)
             if not data:
                 break

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect
 
-from tests.browser.conftest import Stack, Ui, _stack, make_ui  # pyright: ignore[reportPrivateUsage]
+from tests.browser.conftest import Stack, Ui, make_stack, make_ui
 from tests.browser.test_chat_ui import answer_text, assert_clean_console, assert_settled
 
 
 @pytest.fixture(scope="module")
 def team_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    yield from _stack(Path(tmp_path_factory.mktemp("agents")), STEPLINE_AGENT="tests.support.team_agents:AGENTS")
+    yield from make_stack(Path(tmp_path_factory.mktemp("agents")), STEPLINE_AGENT="tests.support.team_agents:AGENTS")
 
 
 @pytest.fixture

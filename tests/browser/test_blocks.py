@@ -145,6 +145,14 @@ def test_file_parts_open_in_previews_and_keep_a_download(ui: Ui) -> None:
     cards = trace(ui).get_by_test_id("file-card")
     expect(cards).to_have_count(3)
     expect(cards.nth(0)).to_have_attribute("data-media-type", "image/png")
+    # In the trace an image shows itself; a file that is not one shows its media type.
+    expect(cards.nth(0).locator("img")).to_have_count(1)
+    for i, media_type in ((1, "text/markdown"), (2, "application/pdf")):
+        expect(cards.nth(i).locator("img")).to_have_count(0)
+        expect(cards.nth(i)).to_contain_text(media_type)
+    cards.nth(1).get_by_test_id("file-open").click()  # a trace card opens the same preview
+    expect(dialog).to_have_attribute("data-preview-kind", "markdown")
+    dialog.get_by_test_id("preview-close").click()
     assert len(ui.page.context.pages) == 1, "nothing opened a tab"
     assert_clean_console(ui)
 

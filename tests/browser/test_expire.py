@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import Browser, Route, expect
 
 from tests.browser.conftest import Stack, Ui, make_ui
+from tests.browser.test_approvals import assert_the_chat_goes_on, follow_the_wait_hearing_nothing
 from tests.browser.test_chat_ui import (
     RESOURCE_ERROR,
     assert_clean_console,
@@ -76,4 +77,34 @@ def test_a_decision_that_comes_too_late_says_expired_never_approved(expiring_ui:
     expect(trace(ui).get_by_test_id("trace-expired")).to_have_text("1 expired")
     decisions = [r for r in ui.stack.proxy.requests if r[1] == "/api/chat" or r[1].startswith("/api/approvals/")]
     assert len(decisions) == 2, decisions  # the send, then the late decision (answered with the rest of the run)
+    assert_clean_console(ui, RESOURCE_ERROR)
+
+
+def test_a_late_decision_through_the_webhook_reads_expired_and_the_chat_goes_on(expiring_ui: Ui) -> None:
+    ui = expiring_ui
+    release = follow_the_wait_hearing_nothing(ui, "write a note")
+    try:
+        card = last_assistant(ui).get_by_test_id("approval-card")
+        approval = str(card.get_attribute("data-approval-id"))
+        # The page follows the wait on a stream that hears nothing while the server expires the
+        # approval and ends the run; then the user approves through the webhook: too late.
+        _idle_on_the_server(ui, ui.chat_id)
+        card.get_by_role("button", name="Approve").click()
+        expect(card).to_have_attribute("data-approval-state", "expired")
+        expect(card).to_contain_text("Expired: no decision in time")
+        expect(last_assistant(ui).get_by_test_id("tool-status")).to_have_text("expired")  # not "approved"
+        expect(card).to_contain_text(f"approval {approval} expired")  # the server's own words
+        expect(card.get_by_role("button", name="Approve")).to_have_count(0)
+        assert ("POST", f"/api/approvals/{approval}", 410) in ui.stack.proxy.requests
+    finally:
+        release.set()
+    assert_settled(ui)
+    expect(trace(ui).get_by_test_id("trace-expired")).to_have_text("1 expired")
+    expect(trace(ui).get_by_test_id("trace-approved")).to_have_count(0)
+    open_trace(ui)
+    expect(card).to_have_attribute("data-approval-state", "expired")
+    ui.screenshot("approval-expired")
+    tool = [p for p in ui.stored()["messages"][-1]["parts"] if p["type"] == "tool-write_file"][0]
+    assert tool["state"] == "output-denied" and tool["approval"]["reason"] == "approval expired"
+    assert_the_chat_goes_on(ui)
     assert_clean_console(ui, RESOURCE_ERROR)

@@ -174,6 +174,12 @@ export function artifactsOf(message: UIMessage): Artifact[] {
   return [...seen.values()];
 }
 
+/** What identifies a cited page: its URL without the #fragment (spec 000 removes the hash before deduplicating). */
+export function sourceKey(url: string): string {
+  const hash = url.indexOf('#');
+  return hash === -1 ? url : url.slice(0, hash);
+}
+
 /** "3.2s", "1m 05s". */
 export function formatDuration(ms: number): string {
   const seconds = Math.max(0, Math.floor(ms / 1000));

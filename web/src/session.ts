@@ -53,6 +53,11 @@ const AUTOMATIC_RECONNECTS = 1;
 export class ChatSession {
   readonly chat: Chat<UIMessage>;
   readonly overlays = new Map<string, ApprovalOverlay>();
+  /**
+   * The reason typed into each approval card, kept here rather than in the card: a resume's full
+   * replay rebuilds the message (the cards mount again), and so does coming back to this chat.
+   */
+  readonly reasonDrafts = new Map<string, string>();
   /** The stored status of each message (`waiting`, `aborted`, `interrupted` …), as last loaded. */
   storedStatus = new Map<string, string>();
   connection: Connection = 'ok';
@@ -159,12 +164,26 @@ export class ChatSession {
     const outcome = await decideApproval(approvalId, approved, reason);
     if (outcome.kind === 'accepted') {
       this.setOverlay(approvalId, { phase: 'accepted', approved, reason, via: 'webhook' });
-      if (!this.busy()) void this.reconnect();
+      // The server has the decision: so must the SDK's message. `sendAutomaticallyWhen` counts only
+      // parts in `approval-responded`; a step's other approval decided the stock way after this
+      // stream ended would otherwise wait for this one forever (the two-approvals hang). Applied
+      // while a stream is open it sends nothing; after one it sends the continuation once the
+      // step's last approval is answered (the server takes a decision it already has as it is).
+      await this.chat.addToolApprovalResponse({ id: approvalId, approved, ...(reason ? { reason } : {}) });
+      // The run goes on once the step's last approval is decided: follow it then. While another
+      // still asks, the run waits, and a resume stream would only be held open through the wait.
+      if (!this.busy() && !this.stillAsking()) void this.reconnect();
       return;
     }
     const phase: ApprovalPhase = outcome.kind === 'retryable' ? 'failed' : outcome.kind;
     this.setOverlay(approvalId, { phase, approved, reason, message: outcome.message, via: 'webhook' });
     if (phase !== 'failed') void this.reload();
+  }
+
+  /** The latest assistant message has an approval nobody has answered yet. */
+  private stillAsking(): boolean {
+    const last = [...this.chat.messages].reverse().find(m => m.role === 'assistant');
+    return (last?.parts ?? []).some(part => isToolUIPart(part) && part.state === 'approval-requested');
   }
 
   private setOverlay(approvalId: string, overlay: ApprovalOverlay): void {

@@ -21,7 +21,7 @@ import { ErrorBoundary } from './ErrorBoundary';
 import { PreviewLink } from './FilePreview';
 import { Icon, Spinner } from './Icon';
 import { Markdown } from './Markdown';
-import { renderTraceParts, type PartContext } from './Parts';
+import { ProcessPartFallback, renderTraceParts, type PartContext } from './Parts';
 
 /** Elapsed time from metadata.startedAt; ticks each second only while active, frozen otherwise. */
 function useElapsed(startedAt: number | undefined, endedAt: number | undefined, active: boolean): number | undefined {
@@ -74,7 +74,11 @@ export interface Decisions {
 export function decisionsOf(tools: ToolCall[], refused: (approvalId: string) => boolean = () => false): Decisions {
   const decisions: Decisions = { approved: 0, denied: 0, expired: 0 };
   for (const tool of tools) {
-    if (!tool.approval || refused(tool.approval.id)) continue; // the server did not take this page's decision
+    if (!tool.approval) continue;
+    // The server refused this page's decision (409/410/404): what the page applied locally is not
+    // counted; once the tool's outcome has come from the server (the run went on), that is.
+    const outcome = tool.state === 'output-denied' || tool.state === 'output-available' || tool.state === 'output-error';
+    if (refused(tool.approval.id) && !outcome) continue;
     const denied = tool.state === 'output-denied' || tool.approval.approved === false;
     if (denied) decisions[tool.approval.reason === EXPIRED_REASON ? 'expired' : 'denied'] += 1;
     else if (tool.approval.approved === true || tool.state === 'output-available' || tool.state === 'output-error') decisions.approved += 1;
@@ -279,7 +283,11 @@ export function UserMessage({ message }: { message: UIMessage }) {
           <PreviewLink key={i} file={{ url: part.url, title: part.filename ?? part.mediaType, mediaType: part.mediaType, filename: part.filename }}>
             {part.filename ?? part.mediaType}
           </PreviewLink>
-        ) : null,
+        ) : part.type === 'step-start' ? null : (
+          // Anything else a client sent with the message (a data-* part of an integration):
+          // the diagnosable fallback, never nothing.
+          <ProcessPartFallback key={i} part={part} />
+        ),
       )}
     </article>
   );

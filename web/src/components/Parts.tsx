@@ -7,6 +7,7 @@ import {
   EXPIRED_REASON,
   QUESTION_TOOL,
   readableToolName,
+  sourceKey,
   summarise,
   toolCallOf,
   type Part,
@@ -58,7 +59,16 @@ const TOOL_ICONS: Record<string, string> = {
   ask_user_question: 'question',
 };
 
-function toolStatus(tool: ToolCall, readOnly: boolean): { label: string; tone: string } {
+const REFUSAL_LABELS: Record<string, string> = { conflict: 'decided elsewhere', 'not-found': 'unknown approval', expired: 'expired' };
+
+function toolStatus(tool: ToolCall, ctx: PartContext): { label: string; tone: string } {
+  const readOnly = ctx.readOnly;
+  // The server refused this page's decision (409/404/410) and its outcome has not come yet: the
+  // badge says so, like the card, not what the page applied locally ("approved").
+  const refusal = tool.approval ? ctx.session.overlays.get(tool.approval.id)?.phase : undefined;
+  if (refusal && refusal in REFUSAL_LABELS && (tool.state === 'approval-requested' || tool.state === 'approval-responded')) {
+    return { label: REFUSAL_LABELS[refusal], tone: 'muted' };
+  }
   const denied = tool.state === 'output-denied' || (tool.state === 'approval-responded' && tool.approval?.approved === false);
   if (denied) return tool.approval?.reason === EXPIRED_REASON ? { label: 'expired', tone: 'muted' } : { label: 'denied', tone: 'muted' };
   switch (tool.state) {
@@ -145,7 +155,7 @@ type SourceUrl = Extract<Part, { type: 'source-url' }>;
 
 /** A dedicated block (web search, code interpreter) with the approval card a tool may carry. */
 function DedicatedToolBlock({ tool, ctx, sources }: { tool: ToolCall; ctx: PartContext; sources: SourceUrl[] }) {
-  const base = toolStatus(tool, ctx.readOnly);
+  const base = toolStatus(tool, ctx);
   const status = { ...base, spin: base.tone === 'active' && !ctx.readOnly && ctx.live };
   return (
     <>
@@ -162,7 +172,7 @@ function DedicatedToolBlock({ tool, ctx, sources }: { tool: ToolCall; ctx: PartC
 export function ToolCallBlock({ tool, ctx }: { tool: ToolCall; ctx: PartContext }) {
   if (tool.name === QUESTION_TOOL) return <QuestionCard tool={tool} ctx={ctx} />;
   if (tool.name === WEB_SEARCH_TOOL || tool.name === CODE_INTERPRETER_TOOL) return <DedicatedToolBlock tool={tool} ctx={ctx} sources={[]} />;
-  const status = toolStatus(tool, ctx.readOnly);
+  const status = toolStatus(tool, ctx);
   const known = tool.name in TOOL_ICONS;
   const output = tool.output as Record<string, unknown> | undefined;
   const artifact =
@@ -264,8 +274,12 @@ const APPROVAL_LABELS: Record<ApprovalView, string> = {
 };
 
 export function ToolApprovalCard({ tool, ctx }: { tool: ToolCall; ctx: PartContext }) {
-  const [reason, setReason] = useState('');
   const approval = tool.approval!;
+  const [reason, setReasonState] = useState(() => ctx.session.reasonDrafts.get(approval.id) ?? '');
+  const setReason = (value: string) => {
+    ctx.session.reasonDrafts.set(approval.id, value);
+    setReasonState(value);
+  };
   const { view, reason: decidedReason, pending } = approvalView(tool, ctx);
   const overlay = ctx.session.overlays.get(approval.id);
   const actionable = view === 'requested';
@@ -369,14 +383,17 @@ export function QuestionCard({ tool, ctx }: { tool: ToolCall; ctx: PartContext }
 
 type SourcePart = Extract<Part, { type: 'source-url' }> | Extract<Part, { type: 'source-document' }>;
 
-export function SourceList({ parts }: { parts: SourcePart[] }) {
-  const seen = new Set<string>();
-  const unique = parts.filter(p => {
-    const key = p.type === 'source-url' ? p.url : `doc:${p.sourceId}:${p.title}`;
-    if (seen.has(key)) return false;
-    seen.add(key);
+/** The sources not listed yet (`listed` holds the keys of the message's earlier lists, and grows). */
+function unlisted(parts: SourcePart[], listed: Set<string>): SourcePart[] {
+  return parts.filter(p => {
+    const key = p.type === 'source-url' ? sourceKey(p.url) : `doc:${p.sourceId}:${p.title}`;
+    if (listed.has(key)) return false;
+    listed.add(key);
     return true;
   });
+}
+
+export function SourceList({ parts: unique }: { parts: SourcePart[] }) {
   return (
     <div className="block sources" data-testid="source-list">
       <div className="block-head">
@@ -448,9 +465,13 @@ export function ProcessPartFallback({ part }: { part: Part }) {
   );
 }
 
-/** The parts of the trace, strictly in order; consecutive sources are one list. */
+/**
+ * The parts of the trace, strictly in order; consecutive sources are one list, and a page a list
+ * of this message has already shown is not listed again (by URL, without its #fragment).
+ */
 export function renderTraceParts(parts: { part: Part; index: number }[], ctx: PartContext, wrap: (key: string, node: ReactNode, part: Part) => ReactNode) {
   const out: ReactNode[] = [];
+  const listed = new Set<string>();
   for (let i = 0; i < parts.length; i++) {
     const { part, index } = parts[i];
     const key = `p${index}`;
@@ -461,7 +482,8 @@ export function renderTraceParts(parts: { part: Part; index: number }[], ctx: Pa
         i++;
       }
       i--;
-      out.push(wrap(key, <SourceList parts={group} />, part));
+      const unique = unlisted(group, listed);
+      if (unique.length > 0) out.push(wrap(key, <SourceList parts={unique} />, part));
       continue;
     }
     const tool = toolCallOf(part);

@@ -1,6 +1,6 @@
 // WebSearchBlock (spec 000: toolName = web_search): the query as the title; expanded, one plain URL
 // per line, from the tool's output merged with the source-url parts that follow it, deduplicated.
-import type { Part, ToolCall } from '../model';
+import { sourceKey, type Part, type ToolCall } from '../model';
 import { Icon, Spinner } from './Icon';
 
 type SourceUrl = Extract<Part, { type: 'source-url' }>;
@@ -45,7 +45,11 @@ export function outputUrls(output: unknown, depth = 0): string[] {
 }
 
 export function searchUrls(tool: ToolCall, sources: SourceUrl[]): string[] {
-  return [...new Set([...outputUrls(tool.output), ...sources.map(s => s.url)])];
+  const byKey = new Map<string, string>();
+  for (const url of [...outputUrls(tool.output), ...sources.map(s => s.url)]) {
+    if (!byKey.has(sourceKey(url))) byKey.set(sourceKey(url), url);
+  }
+  return [...byKey.values()];
 }
 
 export function WebSearchBlock({ tool, sources, status }: { tool: ToolCall; sources: SourceUrl[]; status: { label: string; tone: string; spin: boolean } }) {
