@@ -44,6 +44,7 @@ __all__ = [
     "channel_of",
     "flush_notifications",
     "forget_credentials",
+    "reset_notifiers",
 ]
 
 _LOG = logging.getLogger(__name__)
@@ -180,6 +181,12 @@ class _Publisher:
 
 
 _LIVE: weakref.WeakSet[AppSyncEventsNotifier] = weakref.WeakSet()
+
+
+def reset_notifiers() -> None:
+    """Drop every notifier's connections (after a SnapStart restore)."""
+    for notifier in list(_LIVE):
+        notifier.reset()
 
 
 def flush_notifications(timeout: float = 2.0) -> None:

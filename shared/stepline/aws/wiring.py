@@ -79,6 +79,8 @@ class Settings(BaseModel):
     events_realtime_domain: str | None = Field(alias="STEPLINE_EVENTS_REALTIME_DOMAIN", default=None)
     """The Event API's real-time domain (`Dns.Realtime`): the streams subscribe there."""
     region: str = Field(alias="AWS_REGION", default="us-east-1")
+    snapstart: bool = Field(alias="STEPLINE_SNAPSTART", default=False)
+    """The function runs with Lambda SnapStart: prime its imports before the snapshot (`stepline.aws.snapstart`)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -176,6 +178,13 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
     return services
 
 
+def _model_specs() -> list[str]:
+    """The model specifications of the deployment's agents (loading them imports their modules)."""
+    settings = Settings.from_env(os.environ)
+    agents = agents_from_env({"STEPLINE_AGENT": settings.agent, "STEPLINE_TOOLS": settings.tools})
+    return [agent.model_spec(settings.model) for _, agent in agents]
+
+
 def _stream_push(settings: Settings) -> RunNotifier | None:
     """The Event API notifier when both its domains are set, else None (the streams poll)."""
     if not (settings.events_http_domain and settings.events_realtime_domain):
@@ -205,6 +214,10 @@ def worker_handler(function_name: str) -> Handler:
     """
     model_now = function_name in MODEL_FUNCTIONS
     handler = handlers(lambda: services_from_env(model_now=model_now))[function_name]
+    if os.environ.get("STEPLINE_SNAPSTART") == "1":
+        from . import snapstart
+
+        snapstart.install(lambda: snapstart.prime(_model_specs, with_model=model_now))
 
     def run(event: dict[str, Any], context: Any) -> dict[str, Any]:
         try:

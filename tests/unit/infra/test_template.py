@@ -173,7 +173,11 @@ def test_state_machine_is_standard_with_exactly_its_substitutions(translated: Te
     assert properties["StateMachineType"] == "STANDARD"  # Express cannot wait for task tokens
     assert set(properties["DefinitionSubstitutions"]) == PLACEHOLDERS
     for name in WORKERS:
-        assert properties["DefinitionSubstitutions"][f"{name}Arn"] == {"Fn::GetAtt": [name, "Arn"]}
+        # The model step through its alias (versions, SnapStart: test_template_snapstart.py).
+        expected = (
+            {"Ref": "ModelStepFunctionAliaslive"} if name == "ModelStepFunction" else {"Fn::GetAtt": [name, "Arn"]}
+        )
+        assert properties["DefinitionSubstitutions"][f"{name}Arn"] == expected
     assert properties["TracingConfiguration"] == {"Enabled": True}
     assert properties["StateMachineName"] == {"Fn::Sub": STATE_MACHINE_NAME}
     # ContinueAsNew starts the run's next generation: the role may start executions of itself only.
