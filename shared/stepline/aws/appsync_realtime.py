@@ -24,6 +24,7 @@ import json
 import logging
 import time
 import uuid
+import weakref
 from typing import Any, Literal
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -212,7 +213,7 @@ class RealtimeClient:
         self.connect_timeout = connect_timeout
         self.retry_seconds = retry_seconds
         self._connection: _Connection | None = None
-        self._opening: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
+        self._opening: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
         self._tasks: set[asyncio.Task[None]] = set()
 
     def subscribe(self, channel: str) -> _Subscription:

@@ -46,22 +46,25 @@ def test_a_publish_reaches_the_subscriber_of_the_runs_channel() -> None:
         assert fake.delivered == 1
 
 
-def test_another_runs_publish_does_not_wake_a_stream() -> None:
+def test_another_runs_publish_is_not_delivered_to_a_stream() -> None:
     with FakeEventApi() as fake:
         notifier = _notifier(fake)
 
-        async def scenario() -> bool:
+        async def scenario() -> None:
             subscription = notifier.subscribe(USER, RUN)
             assert await subscription.wait(10)
             notifier.notify("bob", RUN, 3)  # same run id, another user: another channel
+            assert await asyncio.to_thread(notifier.flush, 5)
             notifier.notify(USER, "run-0002", 3)
-            await asyncio.to_thread(fake.wait_for, lambda: len(fake.published) == 2)
-            woke = await subscription.wait(0.3)
+            assert await asyncio.to_thread(notifier.flush, 5)
+            notifier.notify(USER, RUN, 4)  # published after the others: delivered after them
+            assert await subscription.wait(10)
+            await asyncio.to_thread(fake.wait_for, lambda: fake.delivered >= 1)
             subscription.close()
-            return woke
 
-        assert asyncio.run(scenario()) is False
-        assert fake.delivered == 0
+        asyncio.run(scenario())
+        assert len({p.channel for p in fake.published}) == 3
+        assert fake.delivered == 1, "only the stream's own run reached it"
 
 
 def test_requests_are_signed_and_the_payloads_carry_no_secret_and_no_ids() -> None:
@@ -157,3 +160,37 @@ def test_flush_notifications_sends_what_is_pending_before_a_handler_returns() ->
         assert fake.published, "sent before the handler returned"
         seqs = [json.loads(e)["seq"] for p in fake.published for e in p.events]
         assert seqs[-1] == 39 and seqs == sorted(set(seqs)), "the highest seq last, none twice"
+
+
+def test_a_worker_invocation_sends_what_it_queued_before_it_returns_even_when_it_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from stepline.aws.wiring import services_from_env, worker_handler
+    from stepline.runtime.handlers import StepFailed
+
+    class Context:
+        function_name = "stepline-fail-run"
+        memory_limit_in_mb = 256
+        invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:stepline-fail-run"
+        aws_request_id = "req-1"
+
+    for name in ("STEPLINE_AGENT_TABLE", "STEPLINE_EVENTS_TABLE", "STEPLINE_BUCKET"):
+        monkeypatch.delenv(name, raising=False)  # the services cannot be built: the invocation fails
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Stepline")
+    services_from_env.cache_clear()
+    handler = worker_handler("stepline-fail-run")
+    with FakeEventApi() as fake:
+        notifier = _notifier(fake)
+        notifier.notify(USER, RUN, 5)  # queued by the invocation's work
+        real_flush = AppSyncEventsNotifier.flush
+        flushed: list[bool] = []
+
+        def recorded(self: AppSyncEventsNotifier, timeout: float = 2.0) -> bool:
+            flushed.append(real_flush(self, timeout))
+            return flushed[-1]
+
+        monkeypatch.setattr(AppSyncEventsNotifier, "flush", recorded)
+        with pytest.raises(StepFailed):
+            handler({"runId": RUN, "userId": USER}, Context())
+        assert True in flushed, "the handler flushed before it returned"
+        assert [json.loads(e) for p in fake.published for e in p.events] == [{"seq": 5}]
