@@ -60,7 +60,7 @@ def test_a_chat_streams_to_its_end_by_event_api_notifications_alone(tmp_path: Pa
 
 
 def test_a_dropped_socket_mid_stream_costs_poll_intervals_never_an_event(tmp_path: Path) -> None:
-    deltas = [f"d{i} " for i in range(60)]
+    deltas = [f"d{i} " for i in range(100)]  # 2 s of streaming: the drop comes well before the end
     with FakeEventApi() as fake, running(config(_book(tmp_path, deltas, 20)), api=FALLBACK) as server:
         server.server.backend.services.stream_push = AppSyncEventsNotifier(fake.api, signer=signer_for(fake.api))
         dropped_at: list[int] = []
