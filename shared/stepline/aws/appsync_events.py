@@ -15,7 +15,8 @@ writer `appsync:EventPublish` only and the stream `EventConnect`/`EventSubscribe
 
 A run's channel is `/runs/{digest}`: a digest of the user and the run, so the channel names no user
 (user ids can be e-mail addresses) and two users' runs never share one, whatever characters the ids
-hold (a channel segment takes letters, digits and dashes).
+hold (hex digits fit a channel segment; a namespace name is letters, digits and dashes, and the
+segments after it are taken to allow at least those).
 
 Publishing never slows the step: `notify` records the run's highest seq and returns; one thread per
 process sends, coalescing what piled up while a request was in flight (only the highest seq of a
