@@ -1,17 +1,25 @@
 """Cold start: what importing each Lambda function's `app.py` and building its services costs.
 
-    .venv/bin/python bench/cold_start.py [--runs R] [--model openai:gpt-5.1]
+    .venv/bin/python bench/cold_start.py [--runs R] [--model openai:gpt-5.1] [--also DIR]
 
-Each measurement is a fresh Python process (R of them per function, 5 by default; the median is
-printed), as a Lambda cold start is: `import` = executing `functions/<name>/app.py` (what Lambda's
+Each measurement is a fresh Python process (R of them per function, 5 by default, taken in rounds
+that sample every row once; the median is printed), as a Lambda cold start is: `import` =
+executing `functions/<name>/app.py` (what Lambda's
 init phase runs); `init` = building the services from the environment as the function's handler
 does on its first invocation (`services_from_env()`; the model step with its model built,
-`model_now`; the API functions build theirs during import, so it is in `import`). The environment
+`model_now`; the reconciler its store and executions; the API functions build theirs during
+import, so it is in `import`; ui_deploy builds none). The environment
 is the one template.yaml sets (tables, bucket, state machine, model `--model`, an API key in the
 provider's variable, no SSM parameter: nothing here touches the network). The reference, in the
 same run: a fresh process that imports boto3 and nothing else, and one that does nothing. Also
 printed: modules loaded, and which of the heavy optional packages (the two provider SDKs, the
-X-Ray SDK, FastAPI, moto, httpx) ended up imported.
+X-Ray SDK, FastAPI, moto, httpx, websockets) ended up imported.
+
+`model_step (SnapStart)` models a restore: the process imports the function and runs its
+before-snapshot hook (`STEPLINE_SNAPSTART=1`: what the snapshot would hold, not timed), then
+times what a restored environment still does before its first model call: the after-restore
+hook and building the services. The restore itself (Lambda loading the snapshot) cannot be
+measured here; on a deployed stack it is the REPORT line's `Restore Duration`.
 """
 
 from __future__ import annotations
@@ -25,22 +33,40 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("openai", "anthropic", "aws_xray_sdk", "fastapi", "moto", "httpx")
+HEAVY = ("openai", "anthropic", "aws_xray_sdk", "fastapi", "moto", "httpx", "websockets")
 
 PROBE = r"""
 import json, runpy, sys, time
 started = time.perf_counter()
 target = sys.argv[1]
-if target == "boto3":
+restored = target.startswith("snapstart:")
+if restored:  # the snapshot: import and prime, untimed; then what a restored environment does
+    import os
+    os.environ["STEPLINE_SNAPSTART"] = "1"
+    target = target.removeprefix("snapstart:")
+    runpy.run_path(target)
+    import snapshot_restore_py
+    for function, args, kwargs in snapshot_restore_py.get_before_snapshot():
+        function(*args, **kwargs)
+    started = time.perf_counter()
+    for function, args, kwargs in snapshot_restore_py.get_after_restore():
+        function(*args, **kwargs)
+elif target == "boto3":
     import boto3
 elif target != "nothing":
     runpy.run_path(target)
 imported = time.perf_counter()
 init = 0.0
-if target.endswith(".py") and "/api/" not in target:
+function = target.split("/")[-2] if target.endswith(".py") else ""
+if function == "reconciler":  # its handler builds the store and the executions, no model
+    import os
+    from stepline.aws.wiring import Settings, _reconciler
+    _reconciler(Settings.from_env(os.environ))
+    init = time.perf_counter() - imported
+elif function not in ("", "api", "ui_deploy"):  # the API builds during import; ui_deploy builds nothing
     from stepline.aws.wiring import services_from_env
-    try:  # what the function's handler builds
-        services_from_env(model_now=target.endswith("model_step/app.py"))
+    try:  # what the worker's handler builds
+        services_from_env(model_now=function == "model_step")
     except TypeError:  # a checkout from before `model_now` (--also): it built every model at once
         services_from_env()
     init = time.perf_counter() - imported
@@ -49,18 +75,19 @@ print(json.dumps({"import": imported - started, "init": init, "modules": len(sys
 """
 
 
-def measure(target: str, env: dict[str, str], runs: int) -> dict[str, object]:
-    samples: list[dict[str, object]] = []
-    for _ in range(runs):
-        out = subprocess.run(
-            [sys.executable, "-c", PROBE, target, json.dumps(HEAVY)],
-            env=env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        samples.append(json.loads(out.stdout.strip().splitlines()[-1]))
+def sample(target: str, env: dict[str, str]) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, target, json.dumps(HEAVY)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def summary(samples: list[dict[str, object]]) -> dict[str, object]:
     return {
         "import": statistics.median(float(s["import"]) for s in samples),  # type: ignore[arg-type]
         "init": statistics.median(float(s["init"]) for s in samples),  # type: ignore[arg-type]
@@ -92,17 +119,28 @@ def main() -> None:
     }
     targets = {"(python, nothing)": "nothing", "(import boto3)": "boto3"}
     targets |= {path.parent.name: str(path) for path in sorted((ROOT / "functions").glob("*/app.py"))}
+    targets["model_step (SnapStart)"] = f"snapstart:{ROOT / 'functions' / 'model_step' / 'app.py'}"
     print(f"Python {sys.version.split()[0]}; model {args.model}; median of {args.runs} fresh processes; seconds")
-    print(f"{'function':<20} {'import':>7} {'init':>7} {'total':>7} {'modules':>8}  heavy packages imported")
+    print(f"{'function':<24} {'import':>7} {'init':>7} {'total':>7} {'modules':>8}  heavy packages imported")
     also = {**env, "PYTHONPATH": str(Path(args.also).resolve() / "shared")} if args.also else None
     rows = [(label, target, env) for label, target in targets.items()]
     if also is not None:
-        rows += [(f"{label} (--also)", target, also) for label, target in targets.items() if target.endswith(".py")]
-    for label, target, row_env in rows:
-        m = measure(target, row_env, args.runs)
+        rows += [
+            (f"{label} (--also)", target, also)
+            for label, target in targets.items()
+            if target.endswith(".py") and not target.startswith("snapstart:")
+        ]
+    # Rounds, each sampling every row once: a machine whose load drifts over minutes weighs on
+    # every row alike, so rows measured in the same run compare (before/after, SnapStart).
+    samples: list[list[dict[str, object]]] = [[] for _ in rows]
+    for _ in range(args.runs):
+        for index, (_, target, row_env) in enumerate(rows):
+            samples[index].append(sample(target, row_env))
+    for (label, _, _), row_samples in zip(rows, samples, strict=True):
+        m = summary(row_samples)
         total = float(m["import"]) + float(m["init"])  # type: ignore[arg-type]
         heavy = ", ".join(m["heavy"]) or "-"  # type: ignore[arg-type]
-        print(f"{label:<20} {m['import']:>7.3f} {m['init']:>7.3f} {total:>7.3f} {m['modules']:>8}  {heavy}")
+        print(f"{label:<24} {m['import']:>7.3f} {m['init']:>7.3f} {total:>7.3f} {m['modules']:>8}  {heavy}")
 
 
 if __name__ == "__main__":

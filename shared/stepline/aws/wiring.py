@@ -24,6 +24,8 @@ from ..llm.registry import deferred_model, resolve_model
 from ..runtime.handlers import Handler, handlers
 from ..runtime.notifications import NoNotifier, Notifier
 from ..runtime.services import DEFAULT_MODEL, Services
+from ..runtime.stream_push import RunNotifier
+from .appsync_events import flush_notifications
 from .dynamodb import DynamoStore
 from .events import EventBridgeNotifier
 from .observability import instrument
@@ -71,10 +73,22 @@ class Settings(BaseModel):
     """The Secrets Manager secret (ARN) whose value keys the approval links; unset: links are off."""
     event_bus: str | None = Field(alias="STEPLINE_EVENT_BUS", default=None)
     """The EventBridge bus of the run lifecycle events; unset: none are published."""
+    events_http_domain: str | None = Field(alias="STEPLINE_EVENTS_HTTP_DOMAIN", default=None)
+    """The AppSync Event API's HTTP domain (`Dns.Http`): the writer publishes "the run has more"
+    there; unset (or without the real-time domain): no push, the streams poll."""
+    events_realtime_domain: str | None = Field(alias="STEPLINE_EVENTS_REALTIME_DOMAIN", default=None)
+    """The Event API's real-time domain (`Dns.Realtime`): the streams subscribe there."""
+    region: str = Field(alias="AWS_REGION", default="us-east-1")
+    snapstart: bool = Field(alias="STEPLINE_SNAPSTART", default=False)
+    """The function runs with Lambda SnapStart: prime its imports before the snapshot (`stepline.aws.snapstart`)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
-        present = {key: value for key, value in env.items() if key.startswith("STEPLINE_") and value != ""}
+        present = {
+            key: value
+            for key, value in env.items()
+            if (key.startswith("STEPLINE_") or key == "AWS_REGION") and value != ""
+        }
         try:
             return cls.model_validate(present)
         except ValidationError as error:
@@ -147,6 +161,7 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
         EventBridgeNotifier(client("events"), bus=settings.event_bus) if settings.event_bus else NoNotifier()
     )
     services = Services(
+        stream_push=_stream_push(settings),
         store=store,
         blobs=blobs,
         agents=agents,
@@ -163,6 +178,24 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
     return services
 
 
+def _model_specs() -> list[str]:
+    """The model specifications of the deployment's agents (loading them imports their modules)."""
+    settings = Settings.from_env(os.environ)
+    agents = agents_from_env({"STEPLINE_AGENT": settings.agent, "STEPLINE_TOOLS": settings.tools})
+    return [agent.model_spec(settings.model) for _, agent in agents]
+
+
+def _stream_push(settings: Settings) -> RunNotifier | None:
+    """The Event API notifier when both its domains are set, else None (the streams poll)."""
+    if not (settings.events_http_domain and settings.events_realtime_domain):
+        return None
+    from .appsync_events import AppSyncEventsNotifier, EventApi
+
+    return AppSyncEventsNotifier(
+        EventApi(settings.events_http_domain, settings.events_realtime_domain, settings.region)
+    )
+
+
 @functools.cache
 def services_from_env(*, model_now: bool = False) -> Services:
     """The services of this process, from `os.environ` (once per cold start)."""
@@ -174,9 +207,26 @@ MODEL_FUNCTIONS = frozenset({"stepline-model-step"})
 
 
 def worker_handler(function_name: str) -> Handler:
-    """The Lambda handler of one worker function (`functions/<name>/app.py`), with Powertools."""
+    """The Lambda handler of one worker function (`functions/<name>/app.py`), with Powertools.
+
+    With stream push, the notifications the invocation queued are sent before it returns (an
+    environment is frozen between invocations; one left unsent costs the stream a poll interval).
+    """
     model_now = function_name in MODEL_FUNCTIONS
-    return instrument(function_name, handlers(lambda: services_from_env(model_now=model_now))[function_name])
+    handler = handlers(lambda: services_from_env(model_now=model_now))[function_name]
+    if os.environ.get("STEPLINE_SNAPSTART") == "1":
+        from . import snapstart
+
+        snapstart.install(lambda: snapstart.prime(_model_specs, with_model=model_now))
+
+    def run(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        try:
+            return handler(event, context)
+        finally:
+            flush_notifications()
+
+    run.__name__ = getattr(handler, "__name__", function_name)
+    return instrument(function_name, run)
 
 
 def _reconciler(

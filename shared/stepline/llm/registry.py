@@ -23,8 +23,6 @@ from typing import Any
 from ..errors import StepLineError
 from ..protocol._json import loads_strict
 from .base import LanguageModel, ModelCallOptions, ModelCapabilities, ModelStreamPart
-from .script_book import ScriptBook
-from .scripted import ScriptedModel
 
 __all__ = [
     "DEMO_BOOK",
@@ -32,6 +30,7 @@ __all__ = [
     "DeferredModel",
     "UnknownModelError",
     "deferred_model",
+    "import_provider",
     "resolve_model",
     "resolve_with_timeout",
 ]
@@ -65,6 +64,9 @@ def resolve_model(spec: str, **options: Any) -> LanguageModel:
         if not path.is_file():
             raise UnknownModelError(f"scripted model: no script file at {model_id}")
         data: Any = loads_strict(path.read_text(encoding="utf-8"))
+        from .script_book import ScriptBook  # only for scripted models: no other function pays for it
+        from .scripted import ScriptedModel
+
         if isinstance(data, dict) and "scripts" in data:
             return ScriptBook.from_book(data, model_id=path.stem)
         return ScriptedModel.from_script(data, model_id=path.stem)
@@ -74,6 +76,13 @@ def resolve_model(spec: str, **options: Any) -> LanguageModel:
     module_name, class_name = _PROVIDERS[provider]
     model_class = getattr(importlib.import_module(module_name), class_name)
     return model_class(model_id, **options)
+
+
+def import_provider(spec: str) -> None:
+    """Import the SDK adapter of `spec`'s provider without building a model (SnapStart's priming)."""
+    provider = spec.partition(":")[0]
+    if provider in _PROVIDERS:
+        importlib.import_module(_PROVIDERS[provider][0])
 
 
 class DeferredModel:

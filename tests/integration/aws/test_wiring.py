@@ -155,3 +155,23 @@ def test_links_are_keyed_from_secrets_manager_and_events_go_to_the_bus() -> None
         with pytest.raises(KeyUnavailableError) as caught:
             build_services(Settings.from_env({**env, "STEPLINE_APPROVAL_LINK_SECRET": "missing"}), client=_client)
     assert "missing" in str(caught.value) and "ResourceNotFoundException" in str(caught.value)
+
+
+def test_stream_push_is_the_event_api_when_both_its_domains_are_set_else_the_poll() -> None:
+    from stepline.aws.appsync_events import AppSyncEventsNotifier
+
+    domains = {
+        "STEPLINE_EVENTS_HTTP_DOMAIN": "abc.appsync-api.eu-west-1.amazonaws.com",
+        "STEPLINE_EVENTS_REALTIME_DOMAIN": "abc.appsync-realtime-api.eu-west-1.amazonaws.com",
+        "AWS_REGION": "eu-west-1",
+    }
+    env = ENV | {"STEPLINE_OPENAI_KEY_PARAMETER": ""}
+    with mock_aws():
+        pushed = build_services(Settings.from_env(env | domains), client=_client).stream_push
+        assert isinstance(pushed, AppSyncEventsNotifier)
+        assert pushed.api.publish_url == "https://abc.appsync-api.eu-west-1.amazonaws.com/event"
+        assert pushed.api.realtime_url == "wss://abc.appsync-realtime-api.eu-west-1.amazonaws.com/event/realtime"
+        assert pushed.api.region == "eu-west-1"
+        for unset in ("STEPLINE_EVENTS_HTTP_DOMAIN", "STEPLINE_EVENTS_REALTIME_DOMAIN"):
+            assert build_services(Settings.from_env(env | domains | {unset: ""}), client=_client).stream_push is None
+        assert build_services(Settings.from_env(env), client=_client).stream_push is None

@@ -173,7 +173,11 @@ def test_state_machine_is_standard_with_exactly_its_substitutions(translated: Te
     assert properties["StateMachineType"] == "STANDARD"  # Express cannot wait for task tokens
     assert set(properties["DefinitionSubstitutions"]) == PLACEHOLDERS
     for name in WORKERS:
-        assert properties["DefinitionSubstitutions"][f"{name}Arn"] == {"Fn::GetAtt": [name, "Arn"]}
+        # The model step through its alias (versions, SnapStart: test_template_snapstart.py).
+        expected = (
+            {"Ref": "ModelStepFunctionAliaslive"} if name == "ModelStepFunction" else {"Fn::GetAtt": [name, "Arn"]}
+        )
+        assert properties["DefinitionSubstitutions"][f"{name}Arn"] == expected
     assert properties["TracingConfiguration"] == {"Enabled": True}
     assert properties["StateMachineName"] == {"Fn::Sub": STATE_MACHINE_NAME}
     # ContinueAsNew starts the run's next generation: the role may start executions of itself only.
@@ -364,10 +368,11 @@ def test_worker_grants_are_least_privilege(translated: Template) -> None:
             assert s3_writes == {"s3:PutObject"}, name
         tables = set().union(*(_named(s["Resource"]) for s in statements if _is_dynamodb(s)))
         assert tables == {"AgentTable", "EventsTable"}, name
-    # The key grants exist only when a parameter name is given (Fn::If on the conditions).
+    # The key grants exist only when a parameter name is given (Fn::If on the conditions), the
+    # publish grant only with stream push (test_template_push.py).
     policies = translated["Resources"]["ModelStepFunctionRole"]["Properties"]["Policies"]
     conditions = {p["Fn::If"][0] for p in policies if "Fn::If" in p}
-    assert conditions == {"HasOpenAIKey", "HasAnthropicKey"}
+    assert conditions == {"HasOpenAIKey", "HasAnthropicKey", "HasStreamPush"}
 
 
 def test_api_functions_start_stop_and_resume_executions(translated: Template) -> None:
