@@ -200,12 +200,18 @@ async def _flush_on_time(recorder: RunRecorder, window: float) -> None:
 
 
 async def _watch_abort(services: Services, user_id: str, run_id: str, abort: AbortSignal) -> None:
-    """Notice within about a second that the run was aborted (the API marks it in the store)."""
+    """Notice within about a second that the run was aborted, or ended by another writer.
+
+    The API marks an abort in the store; a FailRun or the reconciler ends the run outright. Either
+    way the step stops instead of streaming into an ended run.
+    """
     while not abort.aborted:
         await asyncio.sleep(ABORT_POLL_SECONDS)
         run = services.store.get_run(user_id, run_id)
         if run.status == "aborted" or run.cancel_reason is not None:  # ended, or asked to stop
             abort.abort("aborted by the user")
+        elif run.status in TERMINAL["run"]:
+            abort.abort(f"the run has ended ({run.status})")
 
 
 def _approvals_recorded(state: LoopState, approvals: list[ApprovalRecord]) -> bool:

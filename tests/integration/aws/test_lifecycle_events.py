@@ -139,13 +139,18 @@ def test_a_step_that_dies_before_publishing_its_approval_request_publishes_it_on
 
 def test_a_question_and_a_failure_and_an_abort_are_each_published_once() -> None:
     ask = Tool(name="ask_user_question", input_schema={"type": "object"})
-    question = ScriptedModel.from_script([call_step("ask_user_question", '{"question":"Which file?"}', "q1")])
+    # The second run's step streams slowly, so the FailRun below ends it while it streams, whatever
+    # the machine's load (a step that ended first would fail the run with its own error).
+    slow = {"delayMs": 100, "parts": [{"type": "text-start", "id": "t"}]}
+    slow["parts"] += [{"type": "text-delta", "id": "t", "delta": "x"} for _ in range(100)]
+    question = ScriptedModel.from_script([call_step("ask_user_question", '{"question":"Which file?"}', "q1"), slow])
     with on_eventbridge(question, tools=[ask]) as (aws, bus):
         asked = begin(aws)
         aws.wait_run(USER, asked, lambda r: r.status == "waiting_user" and r.task_token is not None)
         worker.abort_run(aws.services, USER, asked)
         worker.abort_run(aws.services, USER, asked)  # a second abort (another tab) changes nothing
         failing = begin(aws)
+        aws.wait_run(USER, failing, lambda r: r.status == "running")
         worker.fail_run(aws.services, USER, failing, "the model said: payroll test", code="ModelError")
         worker.fail_run(aws.services, USER, failing, "again")  # a retried FailRun
         events = bus.read()

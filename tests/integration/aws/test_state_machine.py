@@ -254,8 +254,9 @@ def test_abort_stops_the_run_and_marks_it_aborted() -> None:
 
 class LosingEnds:
     """The real store, where ending the run loses to the streaming step's appends for as long as the
-    step streams (what a busy machine does to an abort racing a fast model): an end attempted less
-    than half a second after the step's last append loses."""
+    step streams (what a busy machine does to an abort racing a fast model): the first three ends
+    lose whatever the timing (a loaded machine may leave the step half a second without an append),
+    then every end attempted less than half a second after the step's last append."""
 
     def __init__(self, store: Any) -> None:
         self._store = store
@@ -270,7 +271,7 @@ class LosingEnds:
         return self._store.append_events(*args, **kwargs)
 
     def finish_run(self, user_id: str, run_id: str, finish: Any) -> Any:
-        if finish.status == "aborted" and time.monotonic() - self._appended < 0.5:
+        if finish.status == "aborted" and (self.lost < 3 or time.monotonic() - self._appended < 0.5):
             self.lost += 1
             raise ConcurrentUpdate("a step appended meanwhile")
         return self._store.finish_run(user_id, run_id, finish)
