@@ -11,6 +11,8 @@ Prompts and what they play:
 - "search the web": a provider-executed `web_search` (its output lists two URLs) and three
   source-url parts after it (one URL of the output again, one twice), then an answer;
 - "run the code" / "broken code": a provider-executed `code_interpreter` that prints / fails;
+- "run bash": Anthropic's provider-executed `code_execution` running a bash command (its input and
+  result in the shape the Anthropic adapter gives them);
 - "cite sources": source-url parts with a URL twice and a source-document, then an answer;
 - "cite again": source-url parts (one URL again with a #fragment), reasoning, then more source-url
   parts repeating one of the first, then an answer (AGAIN_LISTS: what each source list shows);
@@ -157,6 +159,21 @@ BOOK_SCRIPTS: dict[str, Any] = {
                         "ci-1", "code_interpreter", {"language": "python", "code": "print(sum(range(1, 101)))"}, "5050"
                     )
                     + text(["The sum is 5050."])
+                )
+            ],
+        },
+        {
+            "name": "bash",
+            "match": ["run bash"],
+            "steps": [
+                step(
+                    provider_tool(
+                        "srvtoolu_1",
+                        "code_execution",
+                        {"type": "bash_code_execution", "command": "ls /tmp | wc -l"},
+                        {"type": "bash_code_execution_result", "stdout": "3\n", "stderr": "", "return_code": 0},
+                    )
+                    + text(["There are 3 entries."])
                 )
             ],
         },

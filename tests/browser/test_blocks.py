@@ -75,6 +75,21 @@ def test_code_interpreter_shows_language_code_and_output(ui: Ui) -> None:
     assert_clean_console(ui)
 
 
+def test_anthropic_code_execution_shows_its_bash_command_in_the_code_block(ui: Ui) -> None:
+    ui.open()
+    ui.send("run bash for me")
+    assert_settled(ui)
+    open_trace(ui)
+    block = last_assistant(ui).get_by_test_id("code-interpreter-block")
+    expect(block).to_have_attribute("data-tool-state", "output-available")
+    block.locator("summary").click()
+    expect(block.get_by_test_id("code-language")).to_have_text("bash")
+    expect(block.get_by_test_id("code-source")).to_have_text("ls /tmp | wc -l")
+    expect(block.get_by_test_id("code-output")).to_have_text("3")
+    expect(block.get_by_test_id("code-stderr")).to_have_count(0)
+    assert_clean_console(ui)
+
+
 def test_code_that_fails_shows_its_error_apart_from_the_code(ui: Ui) -> None:
     ui.open()
     ui.send("try some broken code")

@@ -1,9 +1,28 @@
 // CodeInterpreterBlock (spec 000: toolName = code_interpreter): a terminal icon, collapsed by
 // default; expanded, the language, `input.code`, and the output or the error, each apart.
+// Anthropic's server tool `code_execution` shows in the same block: its bash command is the code,
+// a file it writes (the text editor) is the file's text.
 import type { ToolCall } from '../model';
 import { Icon, Spinner } from './Icon';
 
 export const CODE_INTERPRETER_TOOL = 'code_interpreter';
+export const CODE_EXECUTION_TOOL = 'code_execution';
+
+/** True for a tool shown in this block: OpenAI's code interpreter, Anthropic's code execution. */
+export function isCodeTool(name: string): boolean {
+  return name === CODE_INTERPRETER_TOOL || name === CODE_EXECUTION_TOOL;
+}
+
+/** The language and the code of a code tool's input, whichever provider's shape it has. */
+export function codeOf(input: Record<string, unknown>): { language: string; code: string } {
+  const text = (key: string) => (typeof input[key] === 'string' ? (input[key] as string) : '');
+  if (input.type === 'bash_code_execution') return { language: 'bash', code: text('command') };
+  if (input.type === 'text_editor_code_execution') {
+    const path = text('path');
+    return { language: path ? `${text('command')} ${path}` : text('command'), code: text('file_text') };
+  }
+  return { language: text('language') || 'python', code: text('code') };
+}
 
 /** What the run printed: a string as it is; else the usual fields of a code tool's result; else JSON. */
 export function codeOutput(output: unknown): string {
@@ -30,8 +49,7 @@ function resultError(output: unknown): string {
 
 export function CodeInterpreterBlock({ tool, status }: { tool: ToolCall; status: { label: string; tone: string; spin: boolean } }) {
   const input = (tool.input ?? {}) as Record<string, unknown>;
-  const language = typeof input.language === 'string' && input.language ? input.language : 'python';
-  const code = typeof input.code === 'string' ? input.code : '';
+  const { language, code } = codeOf(input);
   const output = tool.state === 'output-available' ? codeOutput(tool.output) : '';
   const stderr = tool.state === 'output-available' ? resultError(tool.output) : '';
   const firstLine = code.split('\n').find(line => line.trim()) ?? '';

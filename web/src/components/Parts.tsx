@@ -14,7 +14,7 @@ import {
   type ToolCall,
 } from '../model';
 import type { ChatSession } from '../session';
-import { CODE_INTERPRETER_TOOL, CodeInterpreterBlock } from './CodeInterpreterBlock';
+import { CodeInterpreterBlock, isCodeTool } from './CodeInterpreterBlock';
 import { PreviewLink } from './FilePreview';
 import { useImageUrl } from './fileUrl';
 import { Icon, Spinner } from './Icon';
@@ -171,7 +171,7 @@ function DedicatedToolBlock({ tool, ctx, sources }: { tool: ToolCall; ctx: PartC
 
 export function ToolCallBlock({ tool, ctx }: { tool: ToolCall; ctx: PartContext }) {
   if (tool.name === QUESTION_TOOL) return <QuestionCard tool={tool} ctx={ctx} />;
-  if (tool.name === WEB_SEARCH_TOOL || tool.name === CODE_INTERPRETER_TOOL) return <DedicatedToolBlock tool={tool} ctx={ctx} sources={[]} />;
+  if (tool.name === WEB_SEARCH_TOOL || isCodeTool(tool.name)) return <DedicatedToolBlock tool={tool} ctx={ctx} sources={[]} />;
   const status = toolStatus(tool, ctx);
   const known = tool.name in TOOL_ICONS;
   const output = tool.output as Record<string, unknown> | undefined;
@@ -487,7 +487,7 @@ export function renderTraceParts(parts: { part: Part; index: number }[], ctx: Pa
       continue;
     }
     const tool = toolCallOf(part);
-    if (tool && (tool.name === WEB_SEARCH_TOOL || tool.name === CODE_INTERPRETER_TOOL)) {
+    if (tool && (tool.name === WEB_SEARCH_TOOL || isCodeTool(tool.name))) {
       // A search's result is also the source-url parts right after it: they are its URLs, not a list of their own.
       const sources: SourceUrl[] = [];
       while (tool.name === WEB_SEARCH_TOOL && i + 1 < parts.length && parts[i + 1].part.type === 'source-url') {
