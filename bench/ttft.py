@@ -199,7 +199,7 @@ def main() -> None:
         "--also",
         metavar="DIR",
         help="also run `stepline dev` from another checkout's shared/ (say, the code before a change),"
-        " in the same run: `git archive <commit> shared | tar -x -C DIR`",
+        " in the same run: `git archive <commit> shared infra template.yaml | tar -x -C DIR`",
     )
     args = parser.parse_args()
     deltas: int = args.deltas

@@ -54,8 +54,9 @@ def config(model: str | None = None, *, tokens: dict[str, str] | None = None, **
 
 
 @contextmanager
-def running(cfg: DevConfig, api: ApiOptions = FAST) -> Iterator[Running]:
-    with dev_server(cfg, api=api) as server:
+def running(cfg: DevConfig, api: ApiOptions = FAST, *, data_dir: Path | None = None) -> Iterator[Running]:
+    """`data_dir`: the store in SQLite in that folder, as `stepline dev` keeps it by default (None: --memory)."""
+    with dev_server(cfg, api=api, data_dir=data_dir) as server:
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
