@@ -132,19 +132,24 @@ def main() -> None:
                     notifier: InProcessNotifier | None = notifier,
                 ) -> None:
                     WRITERS.add(threading.get_ident())
-                    due = time.monotonic()
-                    while True:  # on a fixed schedule: a slow append does not slow the next ones down
-                        due += every
-                        if stop.wait(max(due - time.monotonic(), 0.0)):
-                            break
-                        stored = services.store.append_events(
-                            USER,
-                            run_id,
-                            [NewEvent(type="delta", chunks=[{"type": "x"}], durable=False)],
-                            now=services.clock(),
-                        )
-                        if notifier is not None:
-                            notifier.notify(USER, run_id, stored[-1].seq)
+                    try:
+                        due = time.monotonic()
+                        while True:  # on a fixed schedule: a slow append does not slow the next ones down
+                            due += every
+                            if stop.wait(max(due - time.monotonic(), 0.0)):
+                                break
+                            stored = services.store.append_events(
+                                USER,
+                                run_id,
+                                [NewEvent(type="delta", chunks=[{"type": "x"}], durable=False)],
+                                now=services.clock(),
+                            )
+                            if notifier is not None:
+                                notifier.notify(USER, run_id, stored[-1].seq)
+                    finally:
+                        # A thread's id is reused by later threads (the stream's worker threads of the
+                        # next configuration): left here, their reads were counted as the writer's.
+                        WRITERS.discard(threading.get_ident())
 
                 writer = threading.Thread(target=write, daemon=True)
             seen.clear()

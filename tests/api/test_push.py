@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from stepline.api.app import ApiOptions
 from stepline.api.identity import DEFAULT_LOCAL_USER
+from stepline.local.dev import LOCAL_DELTA_WINDOW
 from stepline.protocol.sse import decode_ui_message_stream
 from stepline.runtime.stream_push import InProcessNotifier
+from stepline.store.event_batcher import DEFAULT_WINDOW
 from tests.api.test_chat_api import send
 from tests.support.server import config, running, write_book
 
@@ -16,7 +20,8 @@ NO_POLL = ApiOptions(poll_seconds=600, push_poll_seconds=600, wait_poll_seconds=
 """A stream that waited for a poll would end at `stream_max_seconds` without `[DONE]`."""
 
 
-def test_a_chat_streams_to_its_end_by_notifications_alone(tmp_path: Path) -> None:
+@pytest.mark.parametrize("storage", ["memory", "data folder"])
+def test_a_chat_streams_to_its_end_by_notifications_alone(tmp_path: Path, storage: str) -> None:
     deltas = [f"w{i} " for i in range(30)]
     parts = [
         {"type": "stream-start", "warnings": []},
@@ -28,9 +33,13 @@ def test_a_chat_streams_to_its_end_by_notifications_alone(tmp_path: Path) -> Non
     model = write_book(
         tmp_path / "book.json", [{"name": "paced", "match": ["paced"], "steps": [{"parts": parts, "delayMs": 5}]}]
     )
-    with running(config(model), api=NO_POLL) as server:
-        notifier = server.server.backend.services.stream_push
+    data_dir = tmp_path / "data" if storage == "data folder" else None
+    with running(config(model), api=NO_POLL, data_dir=data_dir) as server:
+        services = server.server.backend.services
+        notifier = services.stream_push
         assert isinstance(notifier, InProcessNotifier)
+        # SQLite's appends are cheap: deltas are held 10 ms at most there; moto stands for DynamoDB's costs.
+        assert services.delta_window == (DEFAULT_WINDOW if data_dir is None else LOCAL_DELTA_WINDOW)
         with server.client() as client:
             response = send(client, "push-chat", "paced please")
     assert response.text.rstrip().endswith("data: [DONE]")

@@ -61,8 +61,15 @@ def free_socket() -> socket.socket:
 
 
 @contextmanager
-def running(cfg: DevConfig, api: ApiOptions = FAST, *, sock: socket.socket | None = None) -> Iterator[Running]:
-    with dev_server(cfg, api=api) as server:
+def running(
+    cfg: DevConfig,
+    api: ApiOptions = FAST,
+    *,
+    sock: socket.socket | None = None,
+    data_dir: Path | None = None,
+) -> Iterator[Running]:
+    """`data_dir`: the store in SQLite in that folder, as `stepline dev` keeps it by default (None: --memory)."""
+    with dev_server(cfg, api=api, data_dir=data_dir) as server:
         sock = sock or free_socket()
         port = sock.getsockname()[1]
         uv = uvicorn.Server(uvicorn.Config(server.app, log_level="warning", lifespan="off"))

@@ -28,6 +28,8 @@ from stepline.aws.stepfunctions import execution_arn
 from stepline.protocol._json import loads_strict
 from stepline.runtime.handlers import HANDLER_NAMES, Handler, logical_name
 
+from .moto_speed import install_sfn_speedups
+
 __all__ = [
     "ASL_PATH",
     "FUNCTIONS",
@@ -144,6 +146,7 @@ class LocalWorkflow:
         import boto3
 
         install_sfn_start_adapter()
+        install_sfn_speedups()  # the same interpreter, without re-parsing and new clients per execution
         self.sfn = cast(Any, boto3.client("stepfunctions", region_name=region))  # pyright: ignore[reportUnknownMemberType]
         self._lambda = cast(Any, boto3.client("lambda", region_name=region))  # pyright: ignore[reportUnknownMemberType]
         self._iam = cast(Any, boto3.client("iam", region_name=region))  # pyright: ignore[reportUnknownMemberType]
