@@ -44,7 +44,7 @@ __all__ = [
     "REGION",
     "TABLES",
     "LocalBackend",
-    "SerializedWrites",
+    "SerializedCalls",
     "local_backend",
 ]
 
@@ -52,18 +52,20 @@ REGION = "us-east-1"
 TABLES = {"AgentTable": "stepline-agent", "EventsTable": "stepline-events"}
 BUCKET = "stepline-local"
 MOTO_CONFIG: Any = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
-_WRITES = frozenset({"transact_write_items", "put_item", "update_item", "delete_item"})
+_UNLOCKED = frozenset({"exceptions", "meta"})
 DATABASE = "stepline.db"
 """The store's file in a data folder (the objects are under `blobs/` beside it)."""
 
 
-class SerializedWrites:
-    """Serialises moto's writes, as real DynamoDB does per item.
+class SerializedCalls:
+    """Serialises every call to moto's DynamoDB, as real DynamoDB serialises writes per item.
 
     moto checks a transaction's conditions and applies its writes without a lock, so two threads
-    can both pass `rev = :rev` (seen: duplicated event seqs). Real DynamoDB serialises conflicting
-    writes per item. This proxy restores that guarantee on moto by running its writes one at a
-    time; the store's own logic is exercised unchanged (its reads stay concurrent).
+    can both pass `rev = :rev` (seen: duplicated event seqs). Its reads are not safe beside a write
+    either: a `GetItem` of a missing item inserts an empty partition into the table's dict, and a
+    `TransactWriteItems` deep-copies that dict meanwhile (seen under 50 concurrent chats: "dictionary
+    changed size during iteration", a 500 from `POST /api/chat`). So this proxy runs one call at a
+    time; the store's own logic is exercised unchanged.
     """
 
     def __init__(self, client: Any) -> None:
@@ -72,7 +74,7 @@ class SerializedWrites:
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._client, name)
-        if name not in _WRITES:
+        if name in _UNLOCKED or not callable(attribute):
             return attribute
 
         def locked(**kwargs: Any) -> Any:
@@ -132,7 +134,7 @@ def local_backend(
             create_bucket(s3, BUCKET)
             blobs = LocalLinkBlobStore(S3BlobStore(BUCKET, client=s3))
             store = DynamoStore(
-                SerializedWrites(dynamodb),
+                SerializedCalls(dynamodb),
                 agent_table=TABLES["AgentTable"],
                 events_table=TABLES["EventsTable"],
                 blobs=blobs,
