@@ -16,6 +16,7 @@ import httpx
 import uvicorn
 
 from stepline.api.app import ApiOptions
+from stepline.local.backend import Engine
 from stepline.local.dev import DevConfig, DevServer, dev_server
 
 FAST = ApiOptions(poll_seconds=0.02, wait_poll_seconds=0.2, keep_alive_seconds=1.0)
@@ -54,12 +55,16 @@ def config(model: str | None = None, *, tokens: dict[str, str] | None = None, **
 
 
 @contextmanager
-def running(cfg: DevConfig, api: ApiOptions = FAST) -> Iterator[Running]:
-    with dev_server(cfg, api=api) as server:
+def running(
+    cfg: DevConfig, api: ApiOptions = FAST, engine: Engine = "local", data_dir: Path | None = None
+) -> Iterator[Running]:
+    """In memory on moto, or over a data folder (SQLite); `engine="moto"` for a test that reads the
+    execution history (moto's interpreter keeps one)."""
+    with dev_server(cfg, api=api, engine=engine, data_dir=data_dir) as server:
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-        uv = uvicorn.Server(uvicorn.Config(server.app, log_level="warning", lifespan="off"))
+        uv = uvicorn.Server(uvicorn.Config(server.app, log_level="warning", lifespan="on"))
         thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()
         deadline = time.monotonic() + 10
