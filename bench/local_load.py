@@ -261,6 +261,8 @@ class Phase:
     wall: float
     window: Sampler
     parked: Sampler | None = None
+    waited: int = 0
+    """How many runs were parked when `parked` was sampled."""
 
     def line(self) -> str:
         failures = [o.failure for o in self.outcomes if o.failure]
@@ -271,7 +273,7 @@ class Phase:
         waiting = ""
         if self.parked is not None:
             parked = self.parked
-            waiting = f" | while {len(self.outcomes)} wait: threads {max(parked.threads)}, RSS {max(parked.rss):.0f} MB"
+            waiting = f" | while {self.waited} wait: threads {max(parked.threads)}, RSS {max(parked.rss):.0f} MB"
         return (
             f"  {self.name:<7} {len(self.outcomes):>4} runs {self.wall:>7.1f} s {len(done) / self.wall:>7.2f} runs/s"
             f"  p50 {percentile(done, 0.5):>6.2f} s  p99 {percentile(done, 0.99):>6.2f} s"
@@ -299,7 +301,10 @@ async def measure(url: str, pid: int, runs: int, run_seconds: float, label: str)
         async with sampler.sampling() as window:
             parked, decide = asyncio.Semaphore(0), asyncio.Event()
 
+            count = [0]
+
             async def before_decide() -> None:
+                count[0] += 1
                 parked.release()
                 await decide.wait()
 
@@ -312,12 +317,13 @@ async def measure(url: str, pid: int, runs: int, run_seconds: float, label: str)
             await asyncio.wait(
                 [all_parked, asyncio.gather(*tasks)], timeout=run_seconds, return_when=asyncio.FIRST_COMPLETED
             )
+            waited = count[0]
             async with sampler.sampling() as waiting:
                 await asyncio.sleep(2.0)
             decide.set()
             outcomes = list(await asyncio.gather(*tasks))
             all_parked.cancel()
-            phases.append(Phase("parked", outcomes, time.perf_counter() - started, window, waiting))
+            phases.append(Phase("parked", outcomes, time.perf_counter() - started, window, waiting, waited))
         rss_end, threads_end = sampler.read()
     lines = [f"{label}: after warm-up RSS {rss_start:.0f} MB, {threads_start} threads"]
     lines += [phase.line() for phase in phases]

@@ -327,13 +327,14 @@ class LocalStepFunctions:
             run.invoking = False
             if not run.resumed:  # parked: no thread holds it until the token is used or expires
                 if seconds is not None:
-                    self._timers.after(seconds, lambda: self._expire(run, token))
+                    self._timers.after(seconds, lambda: self._expire(token))  # the token only: no run kept
                 return
         self._after_task(run, {}, None)
 
-    def _expire(self, run: _Run, token: str) -> None:
+    def _expire(self, token: str) -> None:
         with self._lock:
-            if self._waiting.pop(token, None) is None:
+            run = self._waiting.pop(token, None)
+            if run is None:  # used, or the run was stopped
                 return
             run.token = None
         self._after_task(run, None, ("States.Timeout", "the task token was not used in time"))
