@@ -170,8 +170,15 @@ def apply_result_path(data: Any, path: str | None, result: Any) -> Any:
 
 
 def _matches(names: list[str], error: str) -> bool:
+    """Whether a rule's `ErrorEquals` takes the error, as Step Functions matches.
+
+    `States.ALL` takes any error but `States.Runtime` (never retried or caught), `States.TaskFailed`
+    any but that and `States.Timeout`.
+    """
     if error in names:
         return True
+    if error == "States.Runtime":
+        return False
     if "States.ALL" in names:
         return True
     return "States.TaskFailed" in names and error != "States.Timeout"

@@ -139,6 +139,8 @@ class _Workers:
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
+            if self._closed:  # stopping: what is still queued is redone on the next start
+                continue
             try:
                 job()
             except Exception:  # a bug of the engine: logged, the worker goes on

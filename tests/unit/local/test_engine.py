@@ -214,3 +214,11 @@ def test_the_intrinsics_of_continue_as_new() -> None:
     assert asl.expression("States.MathAdd($.generation, 1)", data, {}) == 3
     with pytest.raises(asl.AslError, match="States.Runtime"):
         asl.expression("States.UUID()", data, {})
+
+
+def test_a_runtime_error_is_neither_retried_nor_caught_by_states_all() -> None:
+    rules = [{"ErrorEquals": ["States.ALL"], "MaxAttempts": 2}]
+    assert asl.retry_delay(rules, "States.Runtime", {}) is None
+    assert asl.catcher_for([{"ErrorEquals": ["States.ALL"], "Next": "X"}], "States.Runtime") is None
+    attempts: dict[int, int] = {}
+    assert [asl.retry_delay(rules, "Boom", attempts) for _ in range(3)] == [1.0, 2.0, None]
