@@ -10,7 +10,7 @@ APPENDS (default 30) event appends of one delta batch each with a snapshot every
 Both backends run in this process, one after the other, with the same traffic (moto needs minutes
 for the default; it is the reference), then SQLite alone with BIG_RUNS (default 200) runs:
 
-- `moto DynamoDB`: `DynamoStore` over moto's DynamoDB with the `SerializedWrites` proxy, exactly
+- `moto DynamoDB`: `DynamoStore` over moto's DynamoDB with the `SerializedCalls` proxy, exactly
   what `stepline dev --memory` builds (moto deep-copies a table for every TransactWriteItems);
 - `SQLite (WAL)`: `SqliteStore` in a temporary file, what `stepline dev` builds by default.
 
@@ -53,7 +53,7 @@ def moto_store() -> Iterator[Store]:
     from moto import mock_aws
 
     from stepline.aws.dynamodb import DynamoStore
-    from stepline.local.backend import TABLES, SerializedWrites
+    from stepline.local.backend import TABLES, SerializedCalls
     from stepline.local.resources import create_tables
 
     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
@@ -61,9 +61,7 @@ def moto_store() -> Iterator[Store]:
     with mock_aws():
         client: Any = boto3.client("dynamodb", region_name="us-east-1")  # pyright: ignore[reportUnknownMemberType]
         create_tables(client, TABLES)
-        yield DynamoStore(
-            SerializedWrites(client), agent_table=TABLES["AgentTable"], events_table=TABLES["EventsTable"]
-        )
+        yield DynamoStore(SerializedCalls(client), agent_table=TABLES["AgentTable"], events_table=TABLES["EventsTable"])
 
 
 @contextmanager

@@ -83,7 +83,7 @@ def _book() -> dict[str, Any]:
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Running]:
     spec = write_book(tmp_path / "book.json", [_book()])
-    with running(config(spec, STEPLINE_TOOLS="stepline.tools.demo")) as live:
+    with running(config(spec, STEPLINE_TOOLS="stepline.tools.demo"), engine="moto") as live:  # its history
         yield live
 
 

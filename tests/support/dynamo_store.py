@@ -8,7 +8,7 @@ from typing import Any
 import boto3
 
 from stepline.aws.dynamodb import DynamoStore
-from stepline.local.backend import TABLES, SerializedWrites
+from stepline.local.backend import TABLES, SerializedCalls
 from stepline.local.resources import create_tables
 
 __all__ = ["TABLES", "make_dynamo_store"]
@@ -18,7 +18,7 @@ def make_dynamo_store(**options: Any) -> tuple[DynamoStore, Callable[[], Any]]:
     client = boto3.client("dynamodb", region_name="us-east-1")
     create_tables(client, TABLES)
     store = DynamoStore(
-        SerializedWrites(client), agent_table=TABLES["AgentTable"], events_table=TABLES["EventsTable"], **options
+        SerializedCalls(client), agent_table=TABLES["AgentTable"], events_table=TABLES["EventsTable"], **options
     )
 
     def dump() -> Any:

@@ -16,6 +16,7 @@ import httpx
 import uvicorn
 
 from stepline.api.app import ApiOptions
+from stepline.local.backend import Engine
 from stepline.local.dev import DevConfig, DevServer, dev_server
 
 FAST = ApiOptions(poll_seconds=0.02, wait_poll_seconds=0.2, keep_alive_seconds=1.0)
@@ -66,13 +67,15 @@ def running(
     api: ApiOptions = FAST,
     *,
     sock: socket.socket | None = None,
+    engine: Engine = "local",
     data_dir: Path | None = None,
 ) -> Iterator[Running]:
-    """`data_dir`: the store in SQLite in that folder, as `stepline dev` keeps it by default (None: --memory)."""
-    with dev_server(cfg, api=api, data_dir=data_dir) as server:
+    """In memory on moto, or over a data folder (SQLite) as `stepline dev` keeps it by default;
+    `engine="moto"` for a test that reads the execution history (moto's interpreter keeps one)."""
+    with dev_server(cfg, api=api, engine=engine, data_dir=data_dir) as server:
         sock = sock or free_socket()
         port = sock.getsockname()[1]
-        uv = uvicorn.Server(uvicorn.Config(server.app, log_level="warning", lifespan="off"))
+        uv = uvicorn.Server(uvicorn.Config(server.app, log_level="warning", lifespan="on"))
         thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()
         deadline = time.monotonic() + 10

@@ -11,6 +11,13 @@ two storages:
   `blobs/` (`FileBlobStore`), so conversations, runs and waiting approvals outlive the process.
   moto's executions do not: on start, every run that is not terminal is driven again
   (`stepline.local.restart`). `stepline dev` runs this by default.
+
+and one of two engines for the state machine (`engine`):
+
+- **moto** (the default here): moto's Step Functions interpreter, with its execution history; the
+  tests of the ASL run on it. It holds threads for every live execution, waiting ones included.
+- **local** (`stepline dev`): `stepline.local.engine`, the same ASL file run on a small pool of
+  worker threads, where a run that waits for a person holds none.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, Literal, cast
 
 from ..aws.dynamodb import DynamoStore
 from ..aws.s3 import S3BlobStore
@@ -33,6 +40,7 @@ from ..runtime.stream_push import InProcessNotifier
 from ..store.files import FileBlobStore
 from ..store.ports import Store
 from ..store.sqlite import SqliteStore
+from .engine import LocalStepFunctions
 from .links import LocalLinkBlobStore
 from .resources import create_bucket, create_tables
 from .restart import lock_data_dir, redrive_unfinished
@@ -41,10 +49,11 @@ from .workflow import LocalWorkflow, install_lambda_router
 __all__ = [
     "DATABASE",
     "MOTO_CONFIG",
+    "Engine",
     "REGION",
     "TABLES",
     "LocalBackend",
-    "SerializedWrites",
+    "SerializedCalls",
     "local_backend",
 ]
 
@@ -52,18 +61,21 @@ REGION = "us-east-1"
 TABLES = {"AgentTable": "stepline-agent", "EventsTable": "stepline-events"}
 BUCKET = "stepline-local"
 MOTO_CONFIG: Any = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
-_WRITES = frozenset({"transact_write_items", "put_item", "update_item", "delete_item"})
+_UNLOCKED = frozenset({"exceptions", "meta"})
+Engine = Literal["moto", "local"]
 DATABASE = "stepline.db"
 """The store's file in a data folder (the objects are under `blobs/` beside it)."""
 
 
-class SerializedWrites:
-    """Serialises moto's writes, as real DynamoDB does per item.
+class SerializedCalls:
+    """Serialises every call to moto's DynamoDB, as real DynamoDB serialises writes per item.
 
     moto checks a transaction's conditions and applies its writes without a lock, so two threads
-    can both pass `rev = :rev` (seen: duplicated event seqs). Real DynamoDB serialises conflicting
-    writes per item. This proxy restores that guarantee on moto by running its writes one at a
-    time; the store's own logic is exercised unchanged (its reads stay concurrent).
+    can both pass `rev = :rev` (seen: duplicated event seqs). Its reads are not safe beside a write
+    either: a `GetItem` of a missing item inserts an empty partition into the table's dict, and a
+    `TransactWriteItems` deep-copies that dict meanwhile (seen under 50 concurrent chats: "dictionary
+    changed size during iteration", a 500 from `POST /api/chat`). So this proxy runs one call at a
+    time; the store's own logic is exercised unchanged.
     """
 
     def __init__(self, client: Any) -> None:
@@ -72,7 +84,7 @@ class SerializedWrites:
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._client, name)
-        if name not in _WRITES:
+        if name in _UNLOCKED or not callable(attribute):
             return attribute
 
         def locked(**kwargs: Any) -> Any:
@@ -87,14 +99,15 @@ class LocalBackend:
     """The services on moto, and the workflow they run on."""
 
     services: Services
-    workflow: LocalWorkflow
+    workflow: LocalWorkflow | None
+    """moto's state machine (the moto engine); None with the local engine."""
     routes: dict[str, Handler]
     dynamodb: Any
     """moto's DynamoDB client in memory; None over a data folder."""
     data_dir: Path | None = None
     redriven: int = 0
     """How many unfinished runs were driven again on start (a data folder only)."""
-    orchestrator: StepFunctionsOrchestrator | None = None
+    orchestrator: StepFunctionsOrchestrator | LocalStepFunctions | None = None
 
 
 def _client(service: str) -> Any:
@@ -110,12 +123,14 @@ def local_backend(
     approval_timeout_seconds: int = 24 * 3600,
     wrap: Callable[[dict[str, Handler]], dict[str, Handler]] | None = None,
     data_dir: Path | None = None,
+    engine: Engine = "moto",
 ) -> Generator[LocalBackend]:
     """Start moto, create the resources, and yield the services built on them.
 
     `make_services(store=, blobs=, orchestrator=, approval_timeout_ms=)` builds the services;
     `wrap` lets tests intercept the worker handlers; `data_dir` keeps the store and the objects in
-    that folder (created if missing) instead of moto's memory.
+    that folder (created if missing) instead of moto's memory; `engine` runs the state machine
+    (see the module docstring).
     """
     from moto import mock_aws
 
@@ -132,7 +147,7 @@ def local_backend(
             create_bucket(s3, BUCKET)
             blobs = LocalLinkBlobStore(S3BlobStore(BUCKET, client=s3))
             store = DynamoStore(
-                SerializedWrites(dynamodb),
+                SerializedCalls(dynamodb),
                 agent_table=TABLES["AgentTable"],
                 events_table=TABLES["EventsTable"],
                 blobs=blobs,
@@ -143,22 +158,33 @@ def local_backend(
             blobs = LocalLinkBlobStore(FileBlobStore(data_dir / "blobs"))
             store = SqliteStore(data_dir / DATABASE)
             store.purge_expired(now=int(time.time() * 1000))  # TTL's work, once per start
-        workflow = LocalWorkflow(region=REGION)
-        orchestrator = StepFunctionsOrchestrator(
-            _client("stepfunctions"),
-            state_machine_arn=workflow.state_machine_arn,
-            approval_timeout_seconds=approval_timeout_seconds,
-        )
+        workflow: LocalWorkflow | None = None
+        routes: dict[str, Handler] = {}
+        invoked: dict[str, Handler] = {}  # what the engine calls: the handlers, wrapped for tests
+        orchestrator: StepFunctionsOrchestrator | LocalStepFunctions
+        if engine == "local":
+            orchestrator = LocalStepFunctions(invoked, approval_timeout_seconds=approval_timeout_seconds)
+        else:
+            workflow = LocalWorkflow(region=REGION)
+            orchestrator = StepFunctionsOrchestrator(
+                _client("stepfunctions"),
+                state_machine_arn=workflow.state_machine_arn,
+                approval_timeout_seconds=approval_timeout_seconds,
+            )
         services = make_services(
             store=store, blobs=blobs, orchestrator=orchestrator, approval_timeout_ms=approval_timeout_seconds * 1000
         )
         services.stream_push = InProcessNotifier()  # the workers run in this process: they wake the streams
-        routes = handlers(lambda: services)
-        install_lambda_router(wrap(routes) if wrap else routes)
+        routes.update(handlers(lambda: services))
+        invoked.update(wrap(routes) if wrap else routes)
+        if workflow is not None:
+            install_lambda_router(invoked)
         redriven = redrive_unfinished(services, orchestrator) if data_dir is not None else 0
         try:
             yield LocalBackend(services, workflow, routes, dynamodb, data_dir, redriven, orchestrator)
         finally:
+            if isinstance(orchestrator, LocalStepFunctions):
+                orchestrator.close()
             if isinstance(store, SqliteStore):
                 store.close()
             if lock is not None:

@@ -1,7 +1,8 @@
 """`stepline dev`: the whole of Stepline on this machine, one command, no AWS account.
 
 The same FastAPI app as on AWS, served by uvicorn, over the local backend (`stepline.local.backend`:
-the Step Functions state machine of template.yaml on moto, the worker functions in process). The
+the state machine of template.yaml run by `stepline.local.engine`, the worker functions in process,
+where a run that waits for a person holds no thread). The
 state is kept in a data folder (`--data DIR`, default `.stepline/` in the working directory: the
 store in SQLite, the files beside it), so conversations, runs and waiting approvals survive a
 restart and every unfinished run is driven again on start; `--memory` keeps everything in moto's
@@ -40,12 +41,13 @@ import logging
 import os
 import secrets
 import sys
-from collections.abc import Generator, Mapping
+from collections.abc import AsyncGenerator, Generator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from anyio import to_thread
 from fastapi.responses import JSONResponse
 
 from ..agent.loading import AgentLoadError, AgentSet, agents_from_env, check_keys
@@ -58,16 +60,20 @@ from ..runtime.approval_links import ApprovalLinks
 from ..runtime.notifications import MemoryNotifier
 from ..runtime.services import Services
 from ..store.event_batcher import DEFAULT_WINDOW
-from .backend import LocalBackend, local_backend
+from .backend import Engine, LocalBackend, local_backend
 from .links import LocalLinkBlobStore, mount_links
 from .restart import Sweeper
 from .web import default_dist, describe, mount_web, start_build
 
-__all__ = ["DEFAULT_DATA_DIR", "LOCAL_DELTA_WINDOW", "DevConfig", "DevServer", "dev_server", "serve"]
+__all__ = ["API_THREADS", "DEFAULT_DATA_DIR", "LOCAL_DELTA_WINDOW", "DevConfig", "DevServer", "dev_server", "serve"]
 
 DEFAULT_TOOLS = "stepline.tools.workspace"
 DEFAULT_DATA_DIR = ".stepline"
 """The data folder, relative to the working directory."""
+API_THREADS = 16
+"""Threads the API lends to blocking work at once: the sync routes and the streams' store reads
+(anyio's default limiter, 40 otherwise). With the engine's `STEP_WORKERS`, this bounds the server's
+threads whatever the number of open streams and waiting runs."""
 SHUTDOWN_SECONDS = 1
 """How long a stop waits for open streams before it ends them (they never end by themselves while a run waits)."""
 LOCAL_DELTA_WINDOW = 0.010
@@ -159,10 +165,13 @@ def dev_server(
     *,
     api: ApiOptions = ApiOptions(),  # noqa: B008 - frozen
     data_dir: Path | None = None,
+    engine: Engine = "local",
 ) -> Generator[DevServer]:
     """The app over the local backend (moto lives for the duration of the context).
 
     `data_dir` keeps the state in that folder (and drives its unfinished runs again); None: in memory.
+    `engine` runs the state machine: Stepline's own (`stepline.local.engine`: a waiting run holds no
+    thread), or moto's interpreter (for a test that reads the execution history).
     """
     agents = dev_agents(config)
 
@@ -179,7 +188,7 @@ def dev_server(
         )
 
     with local_backend(
-        make_services, approval_timeout_seconds=config.approval_timeout_seconds, data_dir=data_dir
+        make_services, approval_timeout_seconds=config.approval_timeout_seconds, data_dir=data_dir, engine=engine
     ) as backend:
         assert backend.orchestrator is not None
         sweeper = Sweeper(backend.services, backend.orchestrator).start()  # AWS runs it on a schedule
@@ -189,6 +198,7 @@ def dev_server(
             else DevTokens(config.tokens)
         )
         app = create_app(backend.services, identity, dataclasses.replace(api, cors_origins=config.cors_origins))
+        _bound_threads(app)
         settings = ui_config(config)
         app.add_api_route("/config.json", lambda: JSONResponse(settings, headers={"cache-control": "no-store"}))
         blobs = backend.services.blobs
@@ -199,6 +209,19 @@ def dev_server(
             yield DevServer(app, backend, identity, config)
         finally:
             sweeper.stop()
+
+
+def _bound_threads(app: Any) -> None:
+    """Set the API's thread limit (`API_THREADS`) when the server starts: the limiter is its event loop's."""
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncGenerator[Any]:
+        to_thread.current_default_thread_limiter().total_tokens = API_THREADS
+        async with inner(app) as state:
+            yield state
+
+    app.router.lifespan_context = lifespan
 
 
 def dev_agents(config: DevConfig) -> AgentSet:
@@ -264,16 +287,22 @@ def _storage(server: DevServer) -> list[str]:
     data_dir = server.backend.data_dir
     if data_dir is None:
         return [
-            "  storage  in memory (--memory): DynamoDB, S3 and Step Functions (template.yaml's state machine) on moto;",
-            "           everything is gone when the server stops (`stepline dev --aws` uses a deployed stack)",
+            "  storage  in memory (--memory): DynamoDB and S3 on moto; everything is gone when the server stops",
+            f"           {_engine(server)}; `stepline dev --aws` uses a deployed stack",
         ]
     redriven = server.backend.redriven
     again = f"; {redriven} unfinished run{'s' if redriven != 1 else ''} driven again" if redriven else ""
     return [
         f"  storage  {data_dir}  (kept across restarts: the store in stepline.db, files in blobs/{again})",
-        "           Step Functions: template.yaml's state machine on moto, in this process",
+        f"           {_engine(server)}",
         "           start afresh: stop the server and delete the folder, or --data DIR; --memory keeps nothing",
     ]
+
+
+def _engine(server: DevServer) -> str:
+    if server.backend.workflow is not None:
+        return "Step Functions: template.yaml's state machine on moto, in this process"
+    return "Step Functions: template.yaml's state machine, run in this process (stepline.local.engine)"
 
 
 def _origins(origins: tuple[str, ...]) -> str:

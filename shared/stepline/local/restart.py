@@ -20,22 +20,28 @@ import fcntl
 import logging
 import threading
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
-from ..aws.stepfunctions import StepFunctionsOrchestrator
 from ..errors import StepLineError
+from ..runtime.executions import Executions
 from ..runtime.reconcile import sweep
 from ..runtime.services import Services
 from ..runtime.worker import run_state
 from ..store.records import TERMINAL
 
-__all__ = ["DataDirInUse", "Sweeper", "lock_data_dir", "redrive_unfinished"]
+__all__ = ["DataDirInUse", "Driver", "Sweeper", "lock_data_dir", "redrive_unfinished"]
 
 _LOG = logging.getLogger("stepline.local")
 _ALL = 1_000_000
 
 
-def redrive_unfinished(services: Services, orchestrator: StepFunctionsOrchestrator) -> int:
+class Driver(Executions, Protocol):
+    """What starts a run's execution and looks it up: either engine of `stepline.local.backend`."""
+
+    def start_run(self, user_id: str, run_id: str, *, first_step: int = 0) -> None: ...
+
+
+def redrive_unfinished(services: Services, orchestrator: Driver) -> int:
     """Start an execution for every run that is not terminal; returns how many were started."""
     store = services.store
     started = 0
@@ -68,7 +74,7 @@ def lock_data_dir(data_dir: Path) -> IO[str]:
 class Sweeper:
     """The reconciler's sweep every `interval` seconds, in a daemon thread (AWS schedules it)."""
 
-    def __init__(self, services: Services, orchestrator: StepFunctionsOrchestrator, *, interval: float = 60.0) -> None:
+    def __init__(self, services: Services, orchestrator: Driver, *, interval: float = 60.0) -> None:
         self._services = services
         self._orchestrator = orchestrator
         self._interval = interval

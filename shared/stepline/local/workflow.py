@@ -37,6 +37,7 @@ __all__ = [
     "SimulatedCrash",
     "install_lambda_router",
     "install_sfn_start_adapter",
+    "lambda_error_type",
 ]
 
 ASL_PATH = Path(__file__).resolve().parents[3] / "infra" / "statemachine" / "agent_run.asl.json"
@@ -73,7 +74,7 @@ def install_lambda_router(routes: Mapping[str, Handler]) -> None:
         except (Exception, _SimulatedCrash, BaseExceptionGroup) as error:  # as Lambda reports an unhandled error
             response_headers["x-amz-function-error"] = "Unhandled"
             payload = {
-                "errorType": _error_type(error),
+                "errorType": lambda_error_type(error),
                 "errorMessage": str(error),
                 "stackTrace": traceback.format_exc().splitlines(),
             }
@@ -117,7 +118,7 @@ class _SimulatedCrash(BaseException):
     """Base of test exceptions that stand for a dying process (they pass through `except Exception`)."""
 
 
-def _error_type(error: BaseException) -> str:
+def lambda_error_type(error: BaseException) -> str:
     """The `errorType` Step Functions sees for an unhandled error.
 
     A crash of the process itself reaches Step Functions as `Lambda.Unknown`; tests simulate one
@@ -125,7 +126,7 @@ def _error_type(error: BaseException) -> str:
     """
     inners: tuple[BaseException, ...] = getattr(error, "exceptions", ())  # an exception group's members
     for inner in inners:
-        found = _error_type(inner)
+        found = lambda_error_type(inner)
         if found != type(inner).__name__:
             return found
     name: str = type(error).__name__
