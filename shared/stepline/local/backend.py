@@ -42,6 +42,7 @@ from ..store.ports import Store
 from ..store.sqlite import SqliteStore
 from .engine import LocalStepFunctions
 from .links import LocalLinkBlobStore
+from .moto_memory import untrack_dynamodb_models
 from .resources import create_bucket, create_tables
 from .restart import lock_data_dir, redrive_unfinished
 from .workflow import LocalWorkflow, install_lambda_router
@@ -142,6 +143,7 @@ def local_backend(
         store: Store
         if data_dir is None:
             dynamodb = _client("dynamodb")
+            untrack_dynamodb_models()  # else every transaction's rollback copy lives forever
             create_tables(dynamodb, TABLES)
             s3 = _client("s3")
             create_bucket(s3, BUCKET)
