@@ -83,4 +83,4 @@ def _keeps(part: object, at_or_after_last_user: bool, ignore_incomplete: bool) -
         return True
     if state == "output-available":
         return entry.get("preliminary") is not True
-    return state in _FINISHED
+    return isinstance(state, str) and state in _FINISHED  # any JSON value: a list is not hashable

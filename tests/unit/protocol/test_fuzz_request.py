@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from stepline.errors import InvalidUIMessageError, MessageConversionError
@@ -57,6 +57,7 @@ def test_a_chat_request_parses_or_is_refused_naming_a_path(messages: Any, trigge
 
 @SETTINGS
 @given(messages=MESSAGES, ignore=st.booleans())
+@example(messages=[{"id": "m", "role": "assistant", "parts": [{"type": "tool-x", "state": []}]}], ignore=True)
 def test_converting_json_messages_converts_or_raises_the_protocol_errors(messages: Any, ignore: bool) -> None:
     try:
         convert_ui_messages_json(messages, ignore_incomplete_tool_calls=ignore)
