@@ -32,6 +32,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
 from ..protocol._json import loads_strict
+from ..runtime.stream_push import wait_consumed
 from .appsync_events import EventApi, EventApiSigner
 
 __all__ = ["SUBPROTOCOL", "RealtimeClient", "auth_subprotocol"]
@@ -98,13 +99,7 @@ class _Subscription:
     async def wait(self, seconds: float) -> bool:
         if self.state == "lost" and time.monotonic() >= self._retry_at:
             self.start()
-        if not self._event.is_set():
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(seconds):
-                    await self._event.wait()
-        notified = self._event.is_set()
-        self._event.clear()
-        return notified
+        return await wait_consumed(self._event, seconds)
 
     def close(self) -> None:
         if self.state == "closed":

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..runtime.executions import Execution
 
-__all__ = ["StepFunctionsOrchestrator", "execution_arn", "execution_name"]
+__all__ = ["StepFunctionsOrchestrator", "execution_arn", "execution_name", "first_input"]
 
 _ALREADY_DONE = ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken")
 """What SendTaskSuccess answers for a token already used or expired: AWS says TaskTimedOut or
@@ -22,6 +22,17 @@ _MAX_GENERATIONS = 1000
 def execution_name(run_id: str, generation: int = 0) -> str:
     """The ASL's ContinueAsNew names generation n `{run_id}--g{n}` (States.Format)."""
     return run_id if generation == 0 else f"{run_id}--g{generation}"
+
+
+def first_input(user_id: str, run_id: str, *, approval_timeout_seconds: int, first_step: int = 0) -> dict[str, Any]:
+    """The input of a run's first execution, as the ASL reads it (generation 0)."""
+    return {
+        "userId": user_id,
+        "runId": run_id,
+        "approvalTimeoutSeconds": approval_timeout_seconds,
+        "generation": 0,
+        "firstStep": first_step,
+    }
 
 
 def execution_arn(state_machine_arn: str, run_id: str, generation: int = 0) -> str:
@@ -42,13 +53,7 @@ class StepFunctionsOrchestrator:
 
     def start_run(self, user_id: str, run_id: str, *, first_step: int = 0) -> None:
         """Start generation 0; `first_step` > 0 drives a run again from its checkpoint (the local restart)."""
-        payload = {
-            "userId": user_id,
-            "runId": run_id,
-            "approvalTimeoutSeconds": self._timeout,
-            "generation": 0,
-            "firstStep": first_step,
-        }
+        payload = first_input(user_id, run_id, approval_timeout_seconds=self._timeout, first_step=first_step)
         # Same name and same input while RUNNING returns the running execution, and a name already
         # used raises ExecutionAlreadyExists: either way a duplicated start is harmless.
         with contextlib.suppress(self._client.exceptions.ExecutionAlreadyExists):

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..aws.stepfunctions import execution_arn, execution_name
+from ..aws.stepfunctions import execution_arn, execution_name, first_input
 from ..protocol._json import loads_strict
 from ..runtime.executions import Execution
 from ..runtime.handlers import Handler
@@ -192,13 +192,7 @@ class LocalStepFunctions:
 
     def start_run(self, user_id: str, run_id: str, *, first_step: int = 0) -> None:
         """Start generation 0 (a name already used is left alone, as StepFunctionsOrchestrator does)."""
-        payload = {
-            "userId": user_id,
-            "runId": run_id,
-            "approvalTimeoutSeconds": self._timeout,
-            "generation": 0,
-            "firstStep": first_step,
-        }
+        payload = first_input(user_id, run_id, approval_timeout_seconds=self._timeout, first_step=first_step)
         self._start(run_id, 0, payload)
 
     def stop_run(self, user_id: str, run_id: str) -> None:

@@ -28,10 +28,12 @@ class _Untracked(list[Any]):
 
 def untrack_dynamodb_models() -> int:
     """Stop moto's DynamoDB models from registering their instances; how many classes changed."""
-    import moto.dynamodb.models  # noqa: F401  # the models register their classes when imported
+    import importlib
+
     from moto.core.model_instances import model_data
 
-    classes = model_data.get("dynamodb", {})
+    importlib.import_module("moto.dynamodb.models")  # its classes register themselves when imported
+    classes: dict[str, Any] = dict(model_data.get("dynamodb", {}))
     for cls in classes.values():
         cls.instances_tracked = _Untracked()
     return len(classes)

@@ -22,9 +22,23 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
-__all__ = ["InProcessNotifier", "RunNotifier", "RunSubscription", "notifier", "notify"]
+__all__ = ["InProcessNotifier", "RunNotifier", "RunSubscription", "notifier", "notify", "wait_consumed"]
 
 _LOG = logging.getLogger("stepline.runtime")
+
+
+async def wait_consumed(event: asyncio.Event, seconds: float) -> bool:
+    """Wait up to `seconds` for `event`; True when it was set, and it is cleared (consumed) either way.
+
+    What a subscription's `wait` does: wakes that came together count once.
+    """
+    if not event.is_set():
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await event.wait()
+    notified = event.is_set()
+    event.clear()
+    return notified
 
 
 class RunSubscription(Protocol):
@@ -70,13 +84,7 @@ class _LoopSubscription:
             self._loop.call_soon_threadsafe(self._event.set)
 
     async def wait(self, seconds: float) -> bool:
-        if not self._event.is_set():
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(seconds):
-                    await self._event.wait()
-        notified = self._event.is_set()
-        self._event.clear()
-        return notified
+        return await wait_consumed(self._event, seconds)
 
     def close(self) -> None:
         if not self.closed:
