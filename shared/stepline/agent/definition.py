@@ -22,7 +22,6 @@ does not have) raises `AgentDefinitionError` when the module is imported, naming
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -58,10 +57,10 @@ from ..loop.config import (
 )
 from ..loop.stop import StopCondition, is_step_count
 from ..loop.tools import Tool
-from ..protocol._json import dumps
 from ..protocol.model_messages import ProviderOptions, SystemModelMessage
 from ..protocol.to_model_messages import ReasoningPolicy
 from ..store.history import DEFAULT_BUDGET_CHARS
+from .fingerprint import digest
 
 __all__ = ["DEFAULT_MAX_STEPS", "Agent", "AgentDefinitionError", "DynamicInstructions", "ModelResolver"]
 
@@ -326,19 +325,7 @@ class Agent(BaseModel):
         while it waited) is logged, and continues with the definition it finds.
         """
         if self._fingerprint is None:
-            described = {
-                "name": self.name,
-                "description": self.description,
-                "model": self.model_spec("<runtime default>"),
-                "instructions": _describe(self.instructions),
-                "tools": [_tool_description(t) for t in self.tools],
-                **{
-                    key: _describe(getattr(self, key))
-                    for key in type(self).model_fields
-                    if key not in ("name", "description", "model", "instructions", "tools")
-                },
-            }
-            self._fingerprint = hashlib.sha256(dumps(described).encode()).hexdigest()[:16]
+            self._fingerprint = digest(self, self.model_spec("<runtime default>"))
         return self._fingerprint
 
 
@@ -354,42 +341,6 @@ def _problem(issue: Any) -> str:
     elif issue["type"] == "value_error":
         message = str(issue.get("ctx", {}).get("error", message))
     return f"{where}: {message}" if where else message
-
-
-def _describe(setting: object) -> JsonValue:
-    """A stable JSON description of a setting (callables by qualified name, models by schema)."""
-    if setting is None or isinstance(setting, str | int | float | bool):
-        return setting
-    if isinstance(setting, type):
-        if issubclass(setting, BaseModel):
-            return cast(JsonValue, setting.model_json_schema())
-        return f"type:{setting.__module__}.{setting.__qualname__}"
-    value: Any = setting
-    if isinstance(value, BaseModel):
-        return cast(JsonValue, value.model_dump(mode="json", by_alias=True))
-    if callable(value):
-        return f"callable:{getattr(value, '__module__', '?')}.{getattr(value, '__qualname__', '?')}"
-    if isinstance(value, Mapping):
-        return {str(k): _describe(v) for k, v in cast(Mapping[Any, Any], value).items()}
-    if isinstance(value, Sequence):
-        return [_describe(v) for v in cast(Sequence[Any], value)]
-    fields: Any = getattr(value, "__dataclass_fields__", None)
-    if isinstance(fields, dict):
-        return {str(k): _describe(getattr(value, str(k))) for k in cast(dict[Any, Any], fields)}
-    return repr(value)
-
-
-def _tool_description(tool: Tool) -> JsonValue:
-    described: dict[str, JsonValue] = {
-        "name": tool.name,
-        "description": tool.description,
-        "input": tool.input_schema,
-        "clientSide": tool.client_side,
-        "approval": _describe(tool.approval),
-    }
-    if tool.provider is not None:  # only then, so the fingerprints of function tools stay as they were
-        described["provider"] = {"id": tool.provider.id, "args": tool.provider.args}
-    return described
 
 
 def _rebuild() -> None:
