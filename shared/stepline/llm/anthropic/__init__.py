@@ -5,6 +5,7 @@
     content,   ModelMessage list + call options -> the Messages request
     prompt,
     convert
+    traits     what a model id supports (documents, structured output, adaptive thinking, server tools)
     stream     server-sent events -> V4 stream parts
     server_tools, server_results, server_blocks
                Anthropic's server tools: request entries, streamed results, blocks sent back
