@@ -7,6 +7,7 @@
     convert
     traits     what a model id supports (documents, structured output, adaptive thinking, server tools)
     stream     server-sent events -> V4 stream parts
+    usage      the message's finish reason and usage in V4 terms
     server_tools, server_results, server_blocks
                Anthropic's server tools: request entries, streamed results, blocks sent back
     tools      the server tools as `Tool`s an Agent lists (`anthropic_tools.web_search(...)`)
