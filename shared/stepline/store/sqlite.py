@@ -37,143 +37,17 @@ from .records import (
     EventRecord,
     MessageRecord,
     RunRecord,
-    StepRecordRow,
     ToolCallRecord,
 )
 from .redacting_unit import RedactingUnit
 from .redaction import ReasoningPolicy, Redactor
+from .sqlite_unit import SCHEMA, SqliteUnit, part_key, sort_key
 from .transactional import TransactionalStore
-from .unit import Record, record_key
 
 __all__ = ["SqliteStore"]
 
 T = TypeVar("T")
 R = TypeVar("R", bound=BaseModel)
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS records (
-    part   TEXT NOT NULL,    -- the partition: kind, user and parent ids, joined by '/'
-    sk     TEXT NOT NULL,    -- the sort key (numbers zero-padded, so text order is number order)
-    kind   TEXT NOT NULL,
-    status TEXT,             -- runs and approvals: their status (the sweeps)
-    ref    TEXT,             -- messages: message id; approvals: run id; artifacts: message id
-    at     INTEGER,          -- conversations: updated_at; runs: heartbeat; approvals, events: expires_at
-    body   TEXT NOT NULL,    -- the record as JSON
-    PRIMARY KEY (part, sk)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS records_by_ref ON records (part, ref);
-CREATE INDEX IF NOT EXISTS records_by_status ON records (kind, status, at);
-"""
-
-
-def _part(*names: str) -> str:
-    return "/".join(names)  # ids never hold '/' (`records.check_id`)
-
-
-def _sk(key: str | int) -> str:
-    return f"{key:020d}" if isinstance(key, int) else key
-
-
-def _row(record: Record) -> tuple[str, str, str, str | None, str | None, int | None, str]:
-    partition, key = record_key(record)
-    status: str | None = None
-    ref: str | None = None
-    at: int | None = None
-    match record:
-        case ConversationRecord():
-            at = record.updated_at
-        case MessageRecord():
-            ref = record.message_id
-        case RunRecord():
-            status, at = record.status, record.heartbeat_at or 0
-        case ApprovalRecord():
-            status, ref, at = record.status, record.run_id, record.expires_at
-        case ArtifactRecord():
-            ref = record.message_id
-        case EventRecord():
-            at = record.expires_at
-        case _:
-            pass
-    return _part(*partition), _sk(key), partition[0], status, ref, at, record.model_dump_json()
-
-
-class _SqliteUnit:
-    """Reads the committed rows through the transaction's connection; stages writes."""
-
-    def __init__(self, connection: sqlite3.Connection) -> None:
-        self._db = connection
-        self.writes: list[tuple[Record, bool]] = []
-        self.deletes: list[Record] = []
-
-    def _get(self, cls: type[R], part: str, sk: str | int) -> R | None:
-        row = self._db.execute("SELECT body FROM records WHERE part = ? AND sk = ?", (part, _sk(sk))).fetchone()
-        return None if row is None else cls.model_validate_json(row[0])
-
-    def _all(self, cls: type[R], part: str) -> list[R]:
-        rows = self._db.execute("SELECT body FROM records WHERE part = ? ORDER BY sk", (part,)).fetchall()
-        return [cls.model_validate_json(r[0]) for r in rows]
-
-    def conversation(self, user_id: str, conversation_id: str) -> ConversationRecord | None:
-        return self._get(ConversationRecord, _part("conv", user_id), conversation_id)
-
-    def message(self, user_id: str, conversation_id: str, seq: int) -> MessageRecord | None:
-        return self._get(MessageRecord, _part("msg", user_id, conversation_id), seq)
-
-    def message_id_taken(self, user_id: str, conversation_id: str, message_id: str) -> bool:
-        found = self._db.execute(
-            "SELECT 1 FROM records WHERE part = ? AND ref = ?", (_part("msg", user_id, conversation_id), message_id)
-        ).fetchone()
-        return found is not None
-
-    def run(self, user_id: str, run_id: str) -> RunRecord | None:
-        return self._get(RunRecord, _part("run", user_id), run_id)
-
-    def step(self, user_id: str, run_id: str, step_index: int) -> StepRecordRow | None:
-        return self._get(StepRecordRow, _part("step", user_id, run_id), step_index)
-
-    def tool_call(self, user_id: str, run_id: str, tool_call_id: str) -> ToolCallRecord | None:
-        return self._get(ToolCallRecord, _part("tool", user_id, run_id), tool_call_id)
-
-    def run_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
-        return self._all(ToolCallRecord, _part("tool", user_id, run_id))
-
-    def run_steps(self, user_id: str, run_id: str) -> list[StepRecordRow]:
-        return self._all(StepRecordRow, _part("step", user_id, run_id))
-
-    def approval(self, user_id: str, approval_id: str) -> ApprovalRecord | None:
-        return self._get(ApprovalRecord, _part("approval", user_id), approval_id)
-
-    def run_approvals(self, user_id: str, run_id: str) -> list[ApprovalRecord]:
-        rows = self._db.execute(
-            "SELECT body FROM records WHERE part = ? AND ref = ? ORDER BY sk", (_part("approval", user_id), run_id)
-        ).fetchall()
-        return [ApprovalRecord.model_validate_json(r[0]) for r in rows]
-
-    def approval_for_tool_call(self, user_id: str, run_id: str, tool_call_id: str) -> str | None:
-        found = [a.approval_id for a in self.run_approvals(user_id, run_id) if a.tool_call_id == tool_call_id]
-        return found[0] if found else None
-
-    def artifact(self, user_id: str, artifact_id: str) -> ArtifactRecord | None:
-        return self._get(ArtifactRecord, _part("artifact", user_id), artifact_id)
-
-    def put(self, record: Record, *, new: bool = False) -> None:
-        self.writes.append((record, new))
-
-    def delete(self, record: Record) -> None:
-        self.deletes.append(record)
-
-    def commit(self) -> None:
-        for record, new in self.writes:
-            row = _row(record)
-            verb = "INSERT" if new else "INSERT OR REPLACE"
-            try:
-                self._db.execute(f"{verb} INTO records VALUES (?, ?, ?, ?, ?, ?, ?)", row)
-            except sqlite3.IntegrityError:
-                partition, key = record_key(record)
-                raise Conflict(f"{partition[0]} {key} already exists") from None
-        for record in self.deletes:
-            partition, key = record_key(record)
-            self._db.execute("DELETE FROM records WHERE part = ? AND sk = ?", (_part(*partition), _sk(key)))
 
 
 class _Connection(sqlite3.Connection):
@@ -203,7 +77,7 @@ class SqliteStore(TransactionalStore):
         self._connections_lock = threading.Lock()
         self._closed = False
         with self._write_lock:
-            self._connection().executescript(_SCHEMA)
+            self._connection().executescript(SCHEMA)
 
     # -- plumbing ----------------------------------------------------------------------------------
 
@@ -252,16 +126,16 @@ class SqliteStore(TransactionalStore):
                 raise
             db.execute("COMMIT")
 
-    def _do(self, operation: Callable[[_SqliteUnit], T]) -> T:
+    def _do(self, operation: Callable[[SqliteUnit], T]) -> T:
         with self._transaction() as db:
-            unit = _SqliteUnit(db)
-            result = operation(cast(_SqliteUnit, RedactingUnit(unit, self._redactor, self._reasoning)))
+            unit = SqliteUnit(db)
+            result = operation(cast(SqliteUnit, RedactingUnit(unit, self._redactor, self._reasoning)))
             unit.commit()
             return result
 
-    def _read(self) -> _SqliteUnit:
+    def _read(self) -> SqliteUnit:
         """A unit for reads outside a transaction (each statement sees the latest commit)."""
-        return _SqliteUnit(self._connection())
+        return SqliteUnit(self._connection())
 
     def _rows(self, sql: str, *args: Any) -> list[Any]:
         return [row[0] for row in self._connection().execute(sql, args).fetchall()]
@@ -282,7 +156,7 @@ class SqliteStore(TransactionalStore):
         start = int(cursor) if cursor else 0
         bodies = self._rows(
             "SELECT body FROM records WHERE part = ? ORDER BY at DESC, sk DESC LIMIT ? OFFSET ?",
-            _part("conv", user_id),
+            part_key("conv", user_id),
             limit + 1,
             start,
         )
@@ -295,8 +169,8 @@ class SqliteStore(TransactionalStore):
         self.get_conversation(user_id, conversation_id)
         bodies = self._rows(
             "SELECT body FROM records WHERE part = ? AND sk > ? ORDER BY sk LIMIT ?",
-            _part("msg", user_id, conversation_id),
-            _sk(after_seq),
+            part_key("msg", user_id, conversation_id),
+            sort_key(after_seq),
             limit + 1,
         )
         page = [MessageRecord.model_validate_json(b) for b in bodies[:limit]]
@@ -304,7 +178,7 @@ class SqliteStore(TransactionalStore):
 
     def get_message(self, user_id: str, conversation_id: str, message_id: str) -> MessageRecord:
         bodies = self._rows(
-            "SELECT body FROM records WHERE part = ? AND ref = ?", _part("msg", user_id, conversation_id), message_id
+            "SELECT body FROM records WHERE part = ? AND ref = ?", part_key("msg", user_id, conversation_id), message_id
         )
         if not bodies:
             raise NotFound(f"message {message_id} not found")
@@ -312,13 +186,13 @@ class SqliteStore(TransactionalStore):
 
     def delete_conversation(self, user_id: str, conversation_id: str) -> None:
         with self._transaction() as db:
-            conversation = _SqliteUnit(db).conversation(user_id, conversation_id)
+            conversation = SqliteUnit(db).conversation(user_id, conversation_id)
             if conversation is None:
                 raise NotFound(f"conversation {conversation_id} not found")
             if conversation.active_run_id is not None:
                 raise Conflict(f"conversation {conversation_id} has an active run; abort it first")
-            db.execute("DELETE FROM records WHERE part = ? AND sk = ?", (_part("conv", user_id), conversation_id))
-            db.execute("DELETE FROM records WHERE part = ?", (_part("msg", user_id, conversation_id),))
+            db.execute("DELETE FROM records WHERE part = ? AND sk = ?", (part_key("conv", user_id), conversation_id))
+            db.execute("DELETE FROM records WHERE part = ?", (part_key("msg", user_id, conversation_id),))
 
     # -- runs -------------------------------------------------------------------------------------
 
@@ -331,7 +205,7 @@ class SqliteStore(TransactionalStore):
     def latest_checkpoint(self, user_id: str, run_id: str) -> CheckpointRecord | None:
         self.get_run(user_id, run_id)
         bodies = self._rows(
-            "SELECT body FROM records WHERE part = ? ORDER BY sk DESC LIMIT 1", _part("ckpt", user_id, run_id)
+            "SELECT body FROM records WHERE part = ? ORDER BY sk DESC LIMIT 1", part_key("ckpt", user_id, run_id)
         )
         return CheckpointRecord.model_validate_json(bodies[0]) if bodies else None
 
@@ -345,7 +219,7 @@ class SqliteStore(TransactionalStore):
 
     def pending_approvals(self, user_id: str) -> list[ApprovalRecord]:
         bodies = self._rows(
-            "SELECT body FROM records WHERE part = ? AND status = 'requested'", _part("approval", user_id)
+            "SELECT body FROM records WHERE part = ? AND status = 'requested'", part_key("approval", user_id)
         )
         pending = [ApprovalRecord.model_validate_json(b) for b in bodies]
         return sorted(pending, key=lambda a: (a.expires_at or 0, a.approval_id))
@@ -364,8 +238,8 @@ class SqliteStore(TransactionalStore):
         self.get_run(user_id, run_id)
         bodies = self._rows(
             "SELECT body FROM records WHERE part = ? AND sk > ? AND (at IS NULL OR at > ?) ORDER BY sk LIMIT ?",
-            _part("event", user_id, run_id),
-            _sk(after_seq),
+            part_key("event", user_id, run_id),
+            sort_key(after_seq),
             now,
             -1 if limit is None else limit,
         )
@@ -374,7 +248,7 @@ class SqliteStore(TransactionalStore):
     # -- artifacts ------------------------------------------------------------------------------------
 
     def put_artifact(self, record: ArtifactRecord) -> ArtifactRecord:
-        def put(unit: _SqliteUnit) -> ArtifactRecord:
+        def put(unit: SqliteUnit) -> ArtifactRecord:
             existing = unit.artifact(record.user_id, record.artifact_id)
             if existing is not None:
                 return existing
@@ -391,7 +265,7 @@ class SqliteStore(TransactionalStore):
 
     def list_message_artifacts(self, user_id: str, message_id: str) -> list[ArtifactRecord]:
         bodies = self._rows(
-            "SELECT body FROM records WHERE part = ? AND ref = ?", _part("artifact", user_id), message_id
+            "SELECT body FROM records WHERE part = ? AND ref = ?", part_key("artifact", user_id), message_id
         )
         found = [ArtifactRecord.model_validate_json(b) for b in bodies]
         return sorted(found, key=lambda a: (a.created_at, a.artifact_id))

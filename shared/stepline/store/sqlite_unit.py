@@ -1,0 +1,158 @@
+"""The SQLite store's table and one transaction's unit of work over it (`SqliteUnit`).
+
+One row per record, keyed as on DynamoDB (`unit.record_key`: partition, sort key), its body the
+record's JSON, with the few index columns the listings and sweeps need. A unit reads inside the
+transaction its store opened and stages its writes, applied together by `commit`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from .errors import Conflict
+from .records import (
+    ApprovalRecord,
+    ArtifactRecord,
+    ConversationRecord,
+    EventRecord,
+    MessageRecord,
+    RunRecord,
+    StepRecordRow,
+    ToolCallRecord,
+)
+from .unit import Record, record_key
+
+__all__ = ["SCHEMA", "SqliteUnit", "part_key", "sort_key"]
+
+T = TypeVar("T")
+R = TypeVar("R", bound=BaseModel)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    part   TEXT NOT NULL,    -- the partition: kind, user and parent ids, joined by '/'
+    sk     TEXT NOT NULL,    -- the sort key (numbers zero-padded, so text order is number order)
+    kind   TEXT NOT NULL,
+    status TEXT,             -- runs and approvals: their status (the sweeps)
+    ref    TEXT,             -- messages: message id; approvals: run id; artifacts: message id
+    at     INTEGER,          -- conversations: updated_at; runs: heartbeat; approvals, events: expires_at
+    body   TEXT NOT NULL,    -- the record as JSON
+    PRIMARY KEY (part, sk)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS records_by_ref ON records (part, ref);
+CREATE INDEX IF NOT EXISTS records_by_status ON records (kind, status, at);
+"""
+
+
+def part_key(*names: str) -> str:
+    """The `part` column of a partition key's names."""
+    return "/".join(names)  # ids never hold '/' (`records.check_id`)
+
+
+def sort_key(key: str | int) -> str:
+    """The `sk` column of a sort key: numbers zero-padded so that they sort as text."""
+    return f"{key:020d}" if isinstance(key, int) else key
+
+
+def _row(record: Record) -> tuple[str, str, str, str | None, str | None, int | None, str]:
+    partition, key = record_key(record)
+    status: str | None = None
+    ref: str | None = None
+    at: int | None = None
+    match record:
+        case ConversationRecord():
+            at = record.updated_at
+        case MessageRecord():
+            ref = record.message_id
+        case RunRecord():
+            status, at = record.status, record.heartbeat_at or 0
+        case ApprovalRecord():
+            status, ref, at = record.status, record.run_id, record.expires_at
+        case ArtifactRecord():
+            ref = record.message_id
+        case EventRecord():
+            at = record.expires_at
+        case _:
+            pass
+    return part_key(*partition), sort_key(key), partition[0], status, ref, at, record.model_dump_json()
+
+
+class SqliteUnit:
+    """Reads the committed rows through the transaction's connection; stages writes."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._db = connection
+        self.writes: list[tuple[Record, bool]] = []
+        self.deletes: list[Record] = []
+
+    def _get(self, cls: type[R], part: str, sk: str | int) -> R | None:
+        row = self._db.execute("SELECT body FROM records WHERE part = ? AND sk = ?", (part, sort_key(sk))).fetchone()
+        return None if row is None else cls.model_validate_json(row[0])
+
+    def _all(self, cls: type[R], part: str) -> list[R]:
+        rows = self._db.execute("SELECT body FROM records WHERE part = ? ORDER BY sk", (part,)).fetchall()
+        return [cls.model_validate_json(r[0]) for r in rows]
+
+    def conversation(self, user_id: str, conversation_id: str) -> ConversationRecord | None:
+        return self._get(ConversationRecord, part_key("conv", user_id), conversation_id)
+
+    def message(self, user_id: str, conversation_id: str, seq: int) -> MessageRecord | None:
+        return self._get(MessageRecord, part_key("msg", user_id, conversation_id), seq)
+
+    def message_id_taken(self, user_id: str, conversation_id: str, message_id: str) -> bool:
+        found = self._db.execute(
+            "SELECT 1 FROM records WHERE part = ? AND ref = ?", (part_key("msg", user_id, conversation_id), message_id)
+        ).fetchone()
+        return found is not None
+
+    def run(self, user_id: str, run_id: str) -> RunRecord | None:
+        return self._get(RunRecord, part_key("run", user_id), run_id)
+
+    def step(self, user_id: str, run_id: str, step_index: int) -> StepRecordRow | None:
+        return self._get(StepRecordRow, part_key("step", user_id, run_id), step_index)
+
+    def tool_call(self, user_id: str, run_id: str, tool_call_id: str) -> ToolCallRecord | None:
+        return self._get(ToolCallRecord, part_key("tool", user_id, run_id), tool_call_id)
+
+    def run_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
+        return self._all(ToolCallRecord, part_key("tool", user_id, run_id))
+
+    def run_steps(self, user_id: str, run_id: str) -> list[StepRecordRow]:
+        return self._all(StepRecordRow, part_key("step", user_id, run_id))
+
+    def approval(self, user_id: str, approval_id: str) -> ApprovalRecord | None:
+        return self._get(ApprovalRecord, part_key("approval", user_id), approval_id)
+
+    def run_approvals(self, user_id: str, run_id: str) -> list[ApprovalRecord]:
+        rows = self._db.execute(
+            "SELECT body FROM records WHERE part = ? AND ref = ? ORDER BY sk", (part_key("approval", user_id), run_id)
+        ).fetchall()
+        return [ApprovalRecord.model_validate_json(r[0]) for r in rows]
+
+    def approval_for_tool_call(self, user_id: str, run_id: str, tool_call_id: str) -> str | None:
+        found = [a.approval_id for a in self.run_approvals(user_id, run_id) if a.tool_call_id == tool_call_id]
+        return found[0] if found else None
+
+    def artifact(self, user_id: str, artifact_id: str) -> ArtifactRecord | None:
+        return self._get(ArtifactRecord, part_key("artifact", user_id), artifact_id)
+
+    def put(self, record: Record, *, new: bool = False) -> None:
+        self.writes.append((record, new))
+
+    def delete(self, record: Record) -> None:
+        self.deletes.append(record)
+
+    def commit(self) -> None:
+        for record, new in self.writes:
+            row = _row(record)
+            verb = "INSERT" if new else "INSERT OR REPLACE"
+            try:
+                self._db.execute(f"{verb} INTO records VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+            except sqlite3.IntegrityError:
+                partition, key = record_key(record)
+                raise Conflict(f"{partition[0]} {key} already exists") from None
+        for record in self.deletes:
+            partition, key = record_key(record)
+            self._db.execute("DELETE FROM records WHERE part = ? AND sk = ?", (part_key(*partition), sort_key(key)))
