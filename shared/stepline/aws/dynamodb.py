@@ -8,6 +8,9 @@ conditioned on `rev` being what was read (`attribute_not_exists(pk)` for a new i
 writer won, the transaction is cancelled and the operation runs again on fresh reads: this is how
 an approval is decided exactly once, a tool call claimed once, and event seqs allocated without a
 gap or a duplicate. `ClientRequestToken` is not used (moto ignores it, and conditions suffice).
+
+The item layout is in `dynamo_items.py` and the unit of work in `dynamo_unit.py`; this module is
+the store itself: encoding, retries under contention, and the port's reads and sweeps.
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ from ..store.records import (
     EventRecord,
     MessageRecord,
     RunRecord,
-    StepRecordRow,
     ToolCallRecord,
 )
 from ..store.redacting_unit import RedactingUnit
@@ -38,225 +40,13 @@ from ..store.redaction import ReasoningPolicy, Redactor
 from ..store.transactional import TransactionalStore
 from ..store.unit import Record
 from .cursors import decode_cursor, encode_cursor
+from .dynamo_items import KIND_OF, KINDS, index_attributes, keys, num_attr, str_attr
+from .dynamo_unit import DynamoUnit
 
-__all__ = ["DynamoStore"]
+__all__ = ["DynamoStore", "index_attributes", "keys"]
 
 T = TypeVar("T")
 MAX_ATTEMPTS = 40
-_NEVER = 9_999_999_999_999
-
-
-def _s(value: str) -> dict[str, str]:
-    return {"S": value}
-
-
-def _n(value: int) -> dict[str, str]:
-    return {"N": str(value)}
-
-
-def keys(record: Record) -> dict[str, dict[str, str]]:
-    """The primary key of a record's item."""
-    match record:
-        case ConversationRecord():
-            return {"pk": _s(f"U#{record.user_id}#C#{record.conversation_id}"), "sk": _s("META")}
-        case MessageRecord():
-            return {"pk": _s(f"U#{record.user_id}#C#{record.conversation_id}"), "sk": _s(f"M#{record.seq:010d}")}
-        case RunRecord():
-            return {"pk": _s(f"U#{record.user_id}#R#{record.run_id}"), "sk": _s("META")}
-        case StepRecordRow():
-            return {"pk": _s(f"U#{record.user_id}#R#{record.run_id}"), "sk": _s(f"S#{record.step_index:06d}")}
-        case ToolCallRecord():
-            return {"pk": _s(f"U#{record.user_id}#R#{record.run_id}"), "sk": _s(f"T#{record.tool_call_id}")}
-        case ApprovalRecord():
-            return {"pk": _s(f"U#{record.user_id}#A#{record.approval_id}"), "sk": _s("META")}
-        case CheckpointRecord():
-            return {"pk": _s(f"U#{record.user_id}#R#{record.run_id}"), "sk": _s(f"K#{record.seq:06d}")}
-        case EventRecord():
-            return {"pk": _s(f"U#{record.user_id}#R#{record.run_id}"), "seq": _n(record.seq)}
-        case ArtifactRecord():
-            return {"pk": _s(f"U#{record.user_id}#ART#{record.artifact_id}"), "sk": _s("META")}
-
-
-def index_attributes(record: Record) -> dict[str, dict[str, str]]:
-    """GSI attributes (sparse: present only while the record belongs in the index)."""
-    match record:
-        case ConversationRecord():
-            return {
-                "gsi1pk": _s(f"U#{record.user_id}#CONVS"),
-                "gsi1sk": _s(f"{record.updated_at:013d}#{record.conversation_id}"),
-            }
-        case RunRecord() if record.status not in TERMINAL["run"]:
-            return {
-                "gsi2pk": _s("RUNS#active"),
-                "gsi2sk": _s(f"{record.heartbeat_at or 0:013d}#{record.user_id}#{record.run_id}"),
-            }
-        case ApprovalRecord() if record.status == "requested":
-            expires = record.expires_at if record.expires_at is not None else _NEVER
-            attributes = {
-                "gsi1pk": _s(f"U#{record.user_id}#PENDING"),
-                "gsi1sk": _s(f"{expires:013d}#{record.approval_id}"),
-            }
-            if record.expires_at is not None:
-                attributes |= {
-                    "gsi2pk": _s("APPROVALS#requested"),
-                    "gsi2sk": _s(f"{expires:013d}#{record.user_id}#{record.approval_id}"),
-                }
-            return attributes
-        case ArtifactRecord():
-            return {
-                "gsi1pk": _s(f"U#{record.user_id}#MSG#{record.message_id}#ARTS"),
-                "gsi1sk": _s(f"{record.created_at:013d}#{record.artifact_id}"),
-            }
-        case _:
-            return {}
-
-
-_KINDS: dict[str, type[Any]] = {
-    "conversation": ConversationRecord,
-    "message": MessageRecord,
-    "run": RunRecord,
-    "step": StepRecordRow,
-    "tool_call": ToolCallRecord,
-    "approval": ApprovalRecord,
-    "checkpoint": CheckpointRecord,
-    "event": EventRecord,
-    "artifact": ArtifactRecord,
-}
-_KIND_OF = {cls: kind for kind, cls in _KINDS.items()}
-
-
-class _DynamoUnit:
-    """Consistent reads; writes staged with the revision each read saw."""
-
-    def __init__(self, store: DynamoStore) -> None:
-        self._store = store
-        self._revs: dict[tuple[str, str, str], int] = {}
-        self.writes: list[tuple[Record, bool]] = []
-        self.extra: list[dict[str, Any]] = []
-
-    # -- reads -----------------------------------------------------------------------------------
-
-    def remember(self, table: str, item: dict[str, Any]) -> Any:
-        """Decode an item and note the revision a later write must still find."""
-        sort = item.get("sk", item.get("seq"))
-        assert sort is not None
-        key = (table, item["pk"]["S"], next(iter(sort.values())))
-        self._revs[key] = int(item["rev"]["N"])
-        return self._store.decode(item)
-
-    def get_item(self, record_keys: dict[str, dict[str, str]], table: str | None = None) -> Any:
-        table = table or self._store.agent_table
-        item = self._store.client.get_item(TableName=table, Key=record_keys, ConsistentRead=True).get("Item")
-        return None if item is None else self.remember(table, item)
-
-    def _query(self, pk: str, prefix: str) -> list[Any]:
-        table = self._store.agent_table
-        return [self.remember(table, item) for item in self._store.query_all(table, pk, prefix)]
-
-    def conversation(self, user_id: str, conversation_id: str) -> ConversationRecord | None:
-        return self.get_item({"pk": _s(f"U#{user_id}#C#{conversation_id}"), "sk": _s("META")})
-
-    def message(self, user_id: str, conversation_id: str, seq: int) -> MessageRecord | None:
-        return self.get_item({"pk": _s(f"U#{user_id}#C#{conversation_id}"), "sk": _s(f"M#{seq:010d}")})
-
-    def message_id_taken(self, user_id: str, conversation_id: str, message_id: str) -> bool:
-        key = {"pk": _s(f"U#{user_id}#C#{conversation_id}"), "sk": _s(f"MID#{message_id}")}
-        return "Item" in self._store.client.get_item(TableName=self._store.agent_table, Key=key, ConsistentRead=True)
-
-    def run(self, user_id: str, run_id: str) -> RunRecord | None:
-        return self.get_item({"pk": _s(f"U#{user_id}#R#{run_id}"), "sk": _s("META")})
-
-    def step(self, user_id: str, run_id: str, step_index: int) -> StepRecordRow | None:
-        return self.get_item({"pk": _s(f"U#{user_id}#R#{run_id}"), "sk": _s(f"S#{step_index:06d}")})
-
-    def tool_call(self, user_id: str, run_id: str, tool_call_id: str) -> ToolCallRecord | None:
-        return self.get_item({"pk": _s(f"U#{user_id}#R#{run_id}"), "sk": _s(f"T#{tool_call_id}")})
-
-    def run_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
-        return self._query(f"U#{user_id}#R#{run_id}", "T#")
-
-    def run_steps(self, user_id: str, run_id: str) -> list[StepRecordRow]:
-        return self._query(f"U#{user_id}#R#{run_id}", "S#")
-
-    def approval(self, user_id: str, approval_id: str) -> ApprovalRecord | None:
-        return self.get_item({"pk": _s(f"U#{user_id}#A#{approval_id}"), "sk": _s("META")})
-
-    def run_approvals(self, user_id: str, run_id: str) -> list[ApprovalRecord]:
-        pointers = self._store.query_all(self._store.agent_table, f"U#{user_id}#R#{run_id}", "AP#")
-        found = [self.approval(user_id, p["approval_id"]["S"]) for p in pointers]
-        return [a for a in found if a is not None]
-
-    def approval_for_tool_call(self, user_id: str, run_id: str, tool_call_id: str) -> str | None:
-        key = {"pk": _s(f"U#{user_id}#R#{run_id}"), "sk": _s(f"AP#{tool_call_id}")}
-        item = self._store.client.get_item(TableName=self._store.agent_table, Key=key, ConsistentRead=True).get("Item")
-        return None if item is None else item["approval_id"]["S"]
-
-    def artifact(self, user_id: str, artifact_id: str) -> ArtifactRecord | None:
-        return self.get_item({"pk": _s(f"U#{user_id}#ART#{artifact_id}"), "sk": _s("META")})
-
-    # -- writes ------------------------------------------------------------------------------------
-
-    def put(self, record: Record, *, new: bool = False) -> None:
-        self.writes.append((record, new))
-
-    def delete(self, record: Record) -> None:
-        raise NotImplementedError("operations do not delete inside a unit")
-
-    def _action(self, record: Record, new: bool) -> dict[str, Any]:
-        store = self._store
-        is_event = isinstance(record, EventRecord)
-        table = store.events_table if is_event else store.agent_table
-        record_keys = keys(record)
-        sort = record_keys.get("sk", record_keys.get("seq"))
-        assert sort is not None
-        rev_key = (table, record_keys["pk"]["S"], next(iter(sort.values())))
-        previous = self._revs.get(rev_key)
-        if not new and previous is None:
-            raise StoreError(f"internal: {type(record).__name__} written without being read")
-        item = {**record_keys, **index_attributes(record), **store.encode(record), "rev": _n((previous or 0) + 1)}
-        if isinstance(record, EventRecord) and record.expires_at is not None:
-            item["expires_at"] = _n(record.expires_at // 1000)  # TTL reads epoch seconds
-        if new:
-            return {"Put": {"TableName": table, "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}}
-        return {
-            "Put": {
-                "TableName": table,
-                "Item": item,
-                "ConditionExpression": "#rev = :rev",
-                "ExpressionAttributeNames": {"#rev": "rev"},
-                "ExpressionAttributeValues": {":rev": _n(previous or 0)},
-            }
-        }
-
-    def _pointers(self, record: Record) -> list[dict[str, Any]]:
-        table = self._store.agent_table
-        if isinstance(record, MessageRecord):
-            item = {
-                "pk": _s(f"U#{record.user_id}#C#{record.conversation_id}"),
-                "sk": _s(f"MID#{record.message_id}"),
-                "seq": _n(record.seq),
-            }
-        elif isinstance(record, ApprovalRecord):
-            item = {
-                "pk": _s(f"U#{record.user_id}#R#{record.run_id}"),
-                "sk": _s(f"AP#{record.tool_call_id}"),
-                "approval_id": _s(record.approval_id),
-            }
-        else:
-            return []
-        return [{"Put": {"TableName": table, "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}}]
-
-    def commit(self) -> None:
-        actions: list[dict[str, Any]] = []
-        for record, new in self.writes:
-            actions.append(self._action(record, new))
-            if new:
-                actions.extend(self._pointers(record))
-        if not actions:
-            return
-        if len(actions) > 100:
-            raise StoreError(f"one operation would write {len(actions)} items; DynamoDB transactions take 100")
-        self._store.transact(actions)
 
 
 class DynamoStore(TransactionalStore):
@@ -294,16 +84,16 @@ class DynamoStore(TransactionalStore):
 
     def encode(self, record: Record) -> dict[str, Any]:
         data = dumps(record.model_dump(mode="json"))
-        encoded: dict[str, Any] = {"kind": _s(_KIND_OF[type(record)])}
+        encoded: dict[str, Any] = {"kind": str_attr(KIND_OF[type(record)])}
         if self._blobs is not None and len(data.encode()) > self._threshold:
             ref = self._blobs.put(record.user_id, data.encode(), media_type="application/json")
-            encoded["blob"] = _s(ref.model_dump_json(by_alias=True))
+            encoded["blob"] = str_attr(ref.model_dump_json(by_alias=True))
         else:
-            encoded["data"] = _s(data)
+            encoded["data"] = str_attr(data)
         return encoded
 
     def decode(self, item: dict[str, Any]) -> Any:
-        cls = _KINDS[item["kind"]["S"]]
+        cls = KINDS[item["kind"]["S"]]
         if "blob" in item:
             from ..store.blobs import BlobRef
 
@@ -317,7 +107,7 @@ class DynamoStore(TransactionalStore):
     def query_all(self, table: str, pk: str, prefix: str) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         condition = "pk = :pk AND begins_with(sk, :prefix)" if prefix else "pk = :pk"
-        values = {":pk": _s(pk), ":prefix": _s(prefix)} if prefix else {":pk": _s(pk)}
+        values = {":pk": str_attr(pk), ":prefix": str_attr(prefix)} if prefix else {":pk": str_attr(pk)}
         kwargs: dict[str, Any] = {
             "TableName": table,
             "KeyConditionExpression": condition,
@@ -340,10 +130,10 @@ class DynamoStore(TransactionalStore):
                 raise ConcurrentUpdate("another writer changed an item first") from None
             raise StoreError(f"transaction cancelled: {reasons}") from error
 
-    def _do(self, operation: Callable[[_DynamoUnit], T]) -> T:
+    def _do(self, operation: Callable[[DynamoUnit], T]) -> T:
         for attempt in range(MAX_ATTEMPTS):
-            unit = _DynamoUnit(self)
-            result = operation(cast(_DynamoUnit, RedactingUnit(unit, self._redactor, self._reasoning)))
+            unit = DynamoUnit(self)
+            result = operation(cast(DynamoUnit, RedactingUnit(unit, self._redactor, self._reasoning)))
             try:
                 unit.commit()
             except ConcurrentUpdate:
@@ -352,8 +142,8 @@ class DynamoStore(TransactionalStore):
             return result
         raise ConcurrentUpdate(f"gave up after {MAX_ATTEMPTS} attempts under contention")
 
-    def _get(self, getter: Callable[[_DynamoUnit], T | None], missing: str) -> T:
-        found = getter(_DynamoUnit(self))
+    def _get(self, getter: Callable[[DynamoUnit], T | None], missing: str) -> T:
+        found = getter(DynamoUnit(self))
         if found is None:
             raise NotFound(missing)
         return found
@@ -373,7 +163,7 @@ class DynamoStore(TransactionalStore):
             "TableName": self.agent_table,
             "IndexName": index,
             "KeyConditionExpression": f"{pk_name} = :pk" + (f" AND {index.lower()}sk < :upper" if upper else ""),
-            "ExpressionAttributeValues": {":pk": _s(pk), **({":upper": _s(upper)} if upper else {})},
+            "ExpressionAttributeValues": {":pk": str_attr(pk), **({":upper": str_attr(upper)} if upper else {})},
             "ScanIndexForward": forward,
         }
         if limit is not None:
@@ -384,7 +174,7 @@ class DynamoStore(TransactionalStore):
 
     def _records(self, items: list[dict[str, Any]]) -> list[Any]:
         """Index items may be projections: read the records themselves from the base table."""
-        unit = _DynamoUnit(self)
+        unit = DynamoUnit(self)
         out: list[Any] = []
         for item in items:
             full = self.client.get_item(TableName=self.agent_table, Key={"pk": item["pk"], "sk": item["sk"]}).get(
@@ -408,7 +198,7 @@ class DynamoStore(TransactionalStore):
         start = decode_cursor(cursor, index_pk=index_pk, user_id=user_id) if cursor else None
         page = self._index("GSI1", "gsi1pk", index_pk, forward=False, limit=limit, start=start)
         items = page.get("Items", [])
-        unit = _DynamoUnit(self)
+        unit = DynamoUnit(self)
         records = [unit.remember(self.agent_table, item) for item in items]
         return Page(records, encode_cursor(page.get("LastEvaluatedKey")))
 
@@ -420,21 +210,21 @@ class DynamoStore(TransactionalStore):
             TableName=self.agent_table,
             KeyConditionExpression="pk = :pk AND sk BETWEEN :low AND :high",
             ExpressionAttributeValues={
-                ":pk": _s(f"U#{user_id}#C#{conversation_id}"),
-                ":low": _s(f"M#{after_seq + 1:010d}"),
-                ":high": _s("M#9999999999"),
+                ":pk": str_attr(f"U#{user_id}#C#{conversation_id}"),
+                ":low": str_attr(f"M#{after_seq + 1:010d}"),
+                ":high": str_attr("M#9999999999"),
             },
             ConsistentRead=True,
             Limit=limit + 1,
         )
-        unit = _DynamoUnit(self)
+        unit = DynamoUnit(self)
         records = [unit.remember(self.agent_table, item) for item in page.get("Items", [])]
         more = len(records) > limit
         records = records[:limit]
         return Page(records, str(records[-1].seq) if more and records else None)
 
     def get_message(self, user_id: str, conversation_id: str, message_id: str) -> MessageRecord:
-        key = {"pk": _s(f"U#{user_id}#C#{conversation_id}"), "sk": _s(f"MID#{message_id}")}
+        key = {"pk": str_attr(f"U#{user_id}#C#{conversation_id}"), "sk": str_attr(f"MID#{message_id}")}
         pointer = self.client.get_item(TableName=self.agent_table, Key=key, ConsistentRead=True).get("Item")
         if pointer is None:
             raise NotFound(f"message {message_id} not found")
@@ -444,7 +234,7 @@ class DynamoStore(TransactionalStore):
     def delete_conversation(self, user_id: str, conversation_id: str) -> None:
         pk = f"U#{user_id}#C#{conversation_id}"
         item = self.client.get_item(
-            TableName=self.agent_table, Key={"pk": _s(pk), "sk": _s("META")}, ConsistentRead=True
+            TableName=self.agent_table, Key={"pk": str_attr(pk), "sk": str_attr("META")}, ConsistentRead=True
         ).get("Item")
         if item is None:
             raise NotFound(f"conversation {conversation_id} not found")
@@ -455,7 +245,7 @@ class DynamoStore(TransactionalStore):
             # Only the revision checked above may be deleted: a turn that started since is kept.
             self.client.delete_item(
                 TableName=self.agent_table,
-                Key={"pk": _s(pk), "sk": _s("META")},
+                Key={"pk": str_attr(pk), "sk": str_attr("META")},
                 ConditionExpression="#rev = :rev",
                 ExpressionAttributeNames={"#rev": "rev"},
                 ExpressionAttributeValues={":rev": item["rev"]},
@@ -474,7 +264,7 @@ class DynamoStore(TransactionalStore):
         run = self.get_run(user_id, run_id)
         if run.checkpoint_seq == 0:
             return None
-        key = {"pk": _s(f"U#{user_id}#R#{run_id}"), "sk": _s(f"K#{run.checkpoint_seq:06d}")}
+        key = {"pk": str_attr(f"U#{user_id}#R#{run_id}"), "sk": str_attr(f"K#{run.checkpoint_seq:06d}")}
         return self._get(lambda u: u.get_item(key), "checkpoint not found")
 
     # -- approvals -------------------------------------------------------------------------------------
@@ -490,7 +280,7 @@ class DynamoStore(TransactionalStore):
 
     def list_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
         self.get_run(user_id, run_id)
-        return sorted(_DynamoUnit(self).run_tool_calls(user_id, run_id), key=lambda c: (c.step_index, c.tool_call_id))
+        return sorted(DynamoUnit(self).run_tool_calls(user_id, run_id), key=lambda c: (c.step_index, c.tool_call_id))
 
     # -- events ----------------------------------------------------------------------------------------
 
@@ -500,7 +290,7 @@ class DynamoStore(TransactionalStore):
         kwargs: dict[str, Any] = {
             "TableName": self.events_table,
             "KeyConditionExpression": "pk = :pk AND seq > :after",
-            "ExpressionAttributeValues": {":pk": _s(f"U#{user_id}#R#{run_id}"), ":after": _n(after_seq)},
+            "ExpressionAttributeValues": {":pk": str_attr(f"U#{user_id}#R#{run_id}"), ":after": num_attr(after_seq)},
             "ConsistentRead": True,
         }
         out: list[EventRecord] = []
@@ -524,7 +314,7 @@ class DynamoStore(TransactionalStore):
     # -- artifacts ---------------------------------------------------------------------------------------
 
     def put_artifact(self, record: ArtifactRecord) -> ArtifactRecord:
-        def put(unit: _DynamoUnit) -> ArtifactRecord:
+        def put(unit: DynamoUnit) -> ArtifactRecord:
             existing = unit.artifact(record.user_id, record.artifact_id)
             if existing is not None:
                 return existing

@@ -1,6 +1,6 @@
 """A unit of work: what a store operation reads and writes, committed all at once or not at all.
 
-The operations (`operations.py`) are written once against this interface. A backend provides
+The operations (`operations/`) are written once against this interface. A backend provides
 the unit: `MemoryStore` runs it under a lock; `DynamoStore` reads with strongly consistent reads
 and commits every write in one `TransactWriteItems` whose conditions say "the item is still the
 revision I read" (or "does not exist yet"). When another writer got there first, the commit fails

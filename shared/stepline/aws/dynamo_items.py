@@ -1,0 +1,115 @@
+"""The DynamoDB item layout of the store's records: keys, index attributes and kinds.
+
+One place says where each record lives (`pk`/`sk`, or `pk`/`seq` on the events table) and which
+sparse GSI attributes it carries while it belongs in an index (docs/data-model.md). The `kind`
+names an item's record class so it can be decoded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..store.records import (
+    TERMINAL,
+    ApprovalRecord,
+    ArtifactRecord,
+    CheckpointRecord,
+    ConversationRecord,
+    EventRecord,
+    MessageRecord,
+    RunRecord,
+    StepRecordRow,
+    ToolCallRecord,
+)
+from ..store.unit import Record
+
+__all__ = ["KINDS", "KIND_OF", "index_attributes", "keys", "num_attr", "str_attr"]
+
+_NEVER = 9_999_999_999_999
+
+
+def str_attr(value: str) -> dict[str, str]:
+    """A string attribute value."""
+    return {"S": value}
+
+
+def num_attr(value: int) -> dict[str, str]:
+    """A number attribute value."""
+    return {"N": str(value)}
+
+
+def keys(record: Record) -> dict[str, dict[str, str]]:
+    """The primary key of a record's item."""
+    match record:
+        case ConversationRecord():
+            return {"pk": str_attr(f"U#{record.user_id}#C#{record.conversation_id}"), "sk": str_attr("META")}
+        case MessageRecord():
+            return {
+                "pk": str_attr(f"U#{record.user_id}#C#{record.conversation_id}"),
+                "sk": str_attr(f"M#{record.seq:010d}"),
+            }
+        case RunRecord():
+            return {"pk": str_attr(f"U#{record.user_id}#R#{record.run_id}"), "sk": str_attr("META")}
+        case StepRecordRow():
+            return {
+                "pk": str_attr(f"U#{record.user_id}#R#{record.run_id}"),
+                "sk": str_attr(f"S#{record.step_index:06d}"),
+            }
+        case ToolCallRecord():
+            return {"pk": str_attr(f"U#{record.user_id}#R#{record.run_id}"), "sk": str_attr(f"T#{record.tool_call_id}")}
+        case ApprovalRecord():
+            return {"pk": str_attr(f"U#{record.user_id}#A#{record.approval_id}"), "sk": str_attr("META")}
+        case CheckpointRecord():
+            return {"pk": str_attr(f"U#{record.user_id}#R#{record.run_id}"), "sk": str_attr(f"K#{record.seq:06d}")}
+        case EventRecord():
+            return {"pk": str_attr(f"U#{record.user_id}#R#{record.run_id}"), "seq": num_attr(record.seq)}
+        case ArtifactRecord():
+            return {"pk": str_attr(f"U#{record.user_id}#ART#{record.artifact_id}"), "sk": str_attr("META")}
+
+
+def index_attributes(record: Record) -> dict[str, dict[str, str]]:
+    """GSI attributes (sparse: present only while the record belongs in the index)."""
+    match record:
+        case ConversationRecord():
+            return {
+                "gsi1pk": str_attr(f"U#{record.user_id}#CONVS"),
+                "gsi1sk": str_attr(f"{record.updated_at:013d}#{record.conversation_id}"),
+            }
+        case RunRecord() if record.status not in TERMINAL["run"]:
+            return {
+                "gsi2pk": str_attr("RUNS#active"),
+                "gsi2sk": str_attr(f"{record.heartbeat_at or 0:013d}#{record.user_id}#{record.run_id}"),
+            }
+        case ApprovalRecord() if record.status == "requested":
+            expires = record.expires_at if record.expires_at is not None else _NEVER
+            attributes = {
+                "gsi1pk": str_attr(f"U#{record.user_id}#PENDING"),
+                "gsi1sk": str_attr(f"{expires:013d}#{record.approval_id}"),
+            }
+            if record.expires_at is not None:
+                attributes |= {
+                    "gsi2pk": str_attr("APPROVALS#requested"),
+                    "gsi2sk": str_attr(f"{expires:013d}#{record.user_id}#{record.approval_id}"),
+                }
+            return attributes
+        case ArtifactRecord():
+            return {
+                "gsi1pk": str_attr(f"U#{record.user_id}#MSG#{record.message_id}#ARTS"),
+                "gsi1sk": str_attr(f"{record.created_at:013d}#{record.artifact_id}"),
+            }
+        case _:
+            return {}
+
+
+KINDS: dict[str, type[Any]] = {
+    "conversation": ConversationRecord,
+    "message": MessageRecord,
+    "run": RunRecord,
+    "step": StepRecordRow,
+    "tool_call": ToolCallRecord,
+    "approval": ApprovalRecord,
+    "checkpoint": CheckpointRecord,
+    "event": EventRecord,
+    "artifact": ArtifactRecord,
+}
+KIND_OF = {cls: kind for kind, cls in KINDS.items()}
