@@ -7,6 +7,7 @@
     convert
     traits     what a model id supports (documents, structured output, adaptive thinking, server tools)
     stream     server-sent events -> V4 stream parts
+    fields     reading the events' JSON loosely, leaving out unknown fields (shared by the above)
     usage      the message's finish reason and usage in V4 terms
     server_tools, server_results, server_blocks
                Anthropic's server tools: request entries, streamed results, blocks sent back

@@ -31,6 +31,7 @@ from pydantic import JsonValue
 from ...protocol._json import loads_strict
 from ...protocol.model_messages import ErrorJsonOutput, ErrorTextOutput, JsonOutput, ToolCallPart, ToolResultPart
 from .content import Block, PromptContext
+from .fields import as_dict, dict_list, pick
 
 __all__ = ["server_tool_result_block", "server_tool_use_block"]
 
@@ -64,9 +65,9 @@ def server_tool_result_block(part: ToolResultPart, context: PromptContext, where
                 code = code if isinstance(code, str) else "unavailable"
                 block["content"] = {"type": f"{part.tool_name}_tool_result_error", "error_code": code}
             elif part.tool_name == "web_search":
-                block["content"] = [_search_result(item) for item in _list(output.value)]
+                block["content"] = [_search_result(item) for item in dict_list(output.value)]
             else:
-                block["content"] = _fetch_result(_dict(output.value))
+                block["content"] = _fetch_result(as_dict(output.value))
         case "code_execution":
             if error is not None:
                 code = error.get("errorCode")
@@ -83,7 +84,7 @@ def server_tool_result_block(part: ToolResultPart, context: PromptContext, where
                     }
                 )
             else:
-                block.update(_code_result(_dict(output.value)))
+                block.update(_code_result(as_dict(output.value)))
         case _:
             if isinstance(output, ErrorTextOutput):
                 context.warn(f"{where}: a provider-executed error-text result cannot be sent to Anthropic")
@@ -94,31 +95,31 @@ def server_tool_result_block(part: ToolResultPart, context: PromptContext, where
 
 def _search_result(item: dict[str, Any]) -> JsonValue:
     return {
-        **_pick(item, url="url", title="title", page_age="pageAge", encrypted_content="encryptedContent"),
-        **_pick(item, type="type"),
+        **pick(item, url="url", title="title", page_age="pageAge", encrypted_content="encryptedContent"),
+        **pick(item, type="type"),
     }
 
 
 def _fetch_result(value: dict[str, Any]) -> JsonValue:
-    document = _dict(value.get("content"))
-    source = _dict(document.get("source"))
+    document = as_dict(value.get("content"))
+    source = as_dict(document.get("source"))
     content: dict[str, JsonValue] = {
         "type": "document",
-        **_pick(document, title="title", citations="citations"),
-        "source": _pick(source, type="type", media_type="mediaType", data="data"),
+        **pick(document, title="title", citations="citations"),
+        "source": pick(source, type="type", media_type="mediaType", data="data"),
     }
-    return {"type": "web_fetch_result", **_pick(value, url="url", retrieved_at="retrievedAt"), "content": content}
+    return {"type": "web_fetch_result", **pick(value, url="url", retrieved_at="retrievedAt"), "content": content}
 
 
 def _code_result(value: dict[str, Any]) -> Block:
     kind = value.get("type")
     if kind in ("code_execution_result", "encrypted_code_execution_result"):
         stdout = "stdout" if kind == "code_execution_result" else "encrypted_stdout"
-        fields = _pick(value, type="type", **{stdout: stdout}, stderr="stderr", return_code="return_code")
+        fields = pick(value, type="type", **{stdout: stdout}, stderr="stderr", return_code="return_code")
         return {"type": "code_execution_tool_result", "content": {**fields, "content": value.get("content") or []}}
     if kind == "bash_code_execution_result":
         # Key order as the SDK keeps it: prompt caching needs the same bytes every time.
-        fields = _pick(
+        fields = pick(
             value, type="type", stdout="stdout", stderr="stderr", return_code="return_code", content="content"
         )
         return {"type": "bash_code_execution_tool_result", "content": fields}
@@ -134,16 +135,4 @@ def _error_info(value: JsonValue) -> dict[str, Any]:
             value = loads_strict(value)
         except ValueError:
             return {}
-    return _dict(value)
-
-
-def _pick(source: dict[str, Any], **keys: str) -> dict[str, JsonValue]:
-    return {out: source[key] for out, key in keys.items() if key in source}
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[dict[str, Any]]:
-    return [_dict(item) for item in cast("list[Any]", value)] if isinstance(value, list) else []
+    return as_dict(value)

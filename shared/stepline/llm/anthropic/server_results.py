@@ -40,6 +40,7 @@ from ...protocol._json import dumps, loads_strict
 from ...protocol.chunks import Citation
 from ...protocol.model_messages import ModelFilePart, ModelMessage, UserModelMessage
 from ..base import ModelStreamPart, V4Source, V4ToolResult
+from .fields import as_dict, pick
 
 __all__ = [
     "SERVER_TOOL_NAMES",
@@ -108,7 +109,7 @@ def server_tool_result(kind: str, block: dict[str, Any], new_id: Callable[[], st
         if not isinstance(content, list):
             emit(_error(content), error=True)
             return result
-        results = [_dict(item) for item in cast("list[Any]", content)]
+        results = [as_dict(item) for item in cast("list[Any]", content)]
         emit([_search_result(item) for item in results])
         for item in results:
             result.web_results = True
@@ -123,11 +124,11 @@ def server_tool_result(kind: str, block: dict[str, Any], new_id: Callable[[], st
                 )
             )
         return result
-    body = _dict(content)
+    body = as_dict(content)
     if kind == "web_fetch_tool_result":
         if body.get("type") == "web_fetch_result":
-            document = _dict(body.get("content"))
-            source = _dict(document.get("source"))
+            document = as_dict(body.get("content"))
+            source = as_dict(document.get("source"))
             title = document.get("title")
             title = title if isinstance(title, str) else str(body.get("url"))
             result.document = CitationDocument(title=title, media_type=str(source.get("media_type")))
@@ -150,35 +151,30 @@ def server_tool_result(kind: str, block: dict[str, Any], new_id: Callable[[], st
 def _search_result(item: dict[str, Any]) -> JsonValue:
     title: dict[str, JsonValue] = {"title": item["title"]} if item.get("title") is not None else {}
     return {
-        **_pick(item, url="url"),
+        **pick(item, url="url"),
         **title,
         "pageAge": item.get("page_age"),
-        **_pick(item, encryptedContent="encrypted_content", type="type"),
+        **pick(item, encryptedContent="encrypted_content", type="type"),
     }
 
 
 def _fetch_result(body: dict[str, Any], document: dict[str, Any], source: dict[str, Any]) -> JsonValue:
     content: dict[str, JsonValue] = {
-        **_pick(document, type="type", title="title", citations="citations"),
-        "source": _pick(source, type="type", mediaType="media_type", data="data"),
+        **pick(document, type="type", title="title", citations="citations"),
+        "source": pick(source, type="type", mediaType="media_type", data="data"),
     }
-    return {"type": "web_fetch_result", **_pick(body, url="url", retrievedAt="retrieved_at"), "content": content}
+    return {"type": "web_fetch_result", **pick(body, url="url", retrievedAt="retrieved_at"), "content": content}
 
 
 def _code_result(body: dict[str, Any], stdout: str) -> JsonValue:
     return {
-        **_pick(body, type="type", **{stdout: stdout}, stderr="stderr", return_code="return_code"),
+        **pick(body, type="type", **{stdout: stdout}, stderr="stderr", return_code="return_code"),
         "content": body.get("content") or [],
     }
 
 
-def _pick(source: dict[str, Any], **keys: str) -> dict[str, JsonValue]:
-    """`{out: source[in]}` for the keys the block has: JSON drops what JavaScript leaves undefined, not null."""
-    return {out: source[key] for out, key in keys.items() if key in source}
-
-
 def _error(content: Any) -> JsonValue:
-    return _pick(_dict(content), type="type", errorCode="error_code")
+    return pick(as_dict(content), type="type", errorCode="error_code")
 
 
 def programmatic_input(text: str) -> str:
@@ -274,7 +270,7 @@ def prompt_documents(prompt: list[ModelMessage]) -> list[CitationDocument]:
         for part in message.content:
             if not isinstance(part, ModelFilePart) or part.media_type not in ("application/pdf", "text/plain"):
                 continue
-            citations = _dict(_dict((part.provider_options or {}).get("anthropic")).get("citations"))
+            citations = as_dict(as_dict((part.provider_options or {}).get("anthropic")).get("citations"))
             if citations.get("enabled") is True:
                 title = part.filename or "Untitled Document"
                 documents.append(CitationDocument(title=title, media_type=part.media_type, filename=part.filename))
@@ -283,7 +279,3 @@ def prompt_documents(prompt: list[ModelMessage]) -> list[CitationDocument]:
 
 def _document(documents: list[CitationDocument], index: Any) -> CitationDocument | None:
     return documents[index] if isinstance(index, int) and 0 <= index < len(documents) else None
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}

@@ -61,6 +61,7 @@ from ..base import (
     V4Usage,
 )
 from ..errors import ModelCallError, in_stream_error
+from .fields import as_dict, as_str, some
 from .server_results import (
     SERVER_TOOL_NAMES,
     CitationDocument,
@@ -123,7 +124,7 @@ class AnthropicStreamState:
         if not isinstance(parsed, dict):
             message = f"an {event or 'unnamed'} event was not a JSON object"
             return [V4Error(error={"type": "invalid_chunk", "message": message})]
-        payload = _dict(parsed)
+        payload = as_dict(parsed)
         raw: list[ModelStreamPart] = [V4Raw(raw_value=payload)] if self.include_raw else []
         return raw + self._dispatch(str(payload.get("type") or event), payload)
 
@@ -143,20 +144,20 @@ class AnthropicStreamState:
     def _dispatch(self, kind: str, payload: dict[str, Any]) -> list[ModelStreamPart]:
         match kind:
             case "message_start":
-                return self._message_start(_dict(payload.get("message")))
+                return self._message_start(as_dict(payload.get("message")))
             case "content_block_start":
-                return self._block_start(_index(payload), _dict(payload.get("content_block")))
+                return self._block_start(_index(payload), as_dict(payload.get("content_block")))
             case "content_block_delta":
-                return self._block_delta(_index(payload), _dict(payload.get("delta")))
+                return self._block_delta(_index(payload), as_dict(payload.get("delta")))
             case "content_block_stop":
                 return self._block_stop(_index(payload))
             case "message_delta":
-                return self._message_delta(_dict(payload.get("delta")), _dict(payload.get("usage")))
+                return self._message_delta(as_dict(payload.get("delta")), as_dict(payload.get("usage")))
             case "message_stop":
                 self._finished = True
                 return [*self._fallback_sources(), self._finish()]
             case "error":
-                error = _dict(payload.get("error")) or payload
+                error = as_dict(payload.get("error")) or payload
                 self._error_type = str(error.get("type") or "error")
                 classified = in_stream_error(
                     [error.get("type")], error.get("message"), provider="anthropic", label="Anthropic"
@@ -168,17 +169,17 @@ class AnthropicStreamState:
     # --- message ---------------------------------------------------------------------------
 
     def _message_start(self, message: dict[str, Any]) -> list[ModelStreamPart]:
-        self._usage.update(_dict(message.get("usage")))
+        self._usage.update(as_dict(message.get("usage")))
         if isinstance(message.get("stop_reason"), str):
             self._stop_reason = message["stop_reason"]
-        return [V4ResponseMetadata(**_some(id=_str(message.get("id")), model_id=_str(message.get("model"))))]
+        return [V4ResponseMetadata(**some(id=as_str(message.get("id")), model_id=as_str(message.get("model"))))]
 
     def _message_delta(self, delta: dict[str, Any], usage: dict[str, Any]) -> list[ModelStreamPart]:
         # message_delta carries running totals: a field it repeats replaces the earlier value.
         self._usage.update({key: value for key, value in usage.items() if value is not None})
         if isinstance(delta.get("stop_reason"), str):
             self._stop_reason = delta["stop_reason"]
-        self._stop_sequence = _str(delta.get("stop_sequence"))
+        self._stop_sequence = as_str(delta.get("stop_sequence"))
         return []
 
     def _v4_usage(self) -> V4Usage:
@@ -191,7 +192,7 @@ class AnthropicStreamState:
         return V4Finish(
             usage=self._v4_usage(),
             finish_reason=finish_reason(self._stop_reason, json_tool=self.uses_json_tool),
-            **_some(provider_metadata=metadata),
+            **some(provider_metadata=metadata),
         )
 
     # --- content blocks ----------------------------------------------------------------------
@@ -215,7 +216,7 @@ class AnthropicStreamState:
                 [V4ReasoningDelta(id=block_id, delta=initial)] if isinstance(initial, str) and initial else []
             )
         if kind == "redacted_thinking":
-            metadata: ProviderMetadata = {"anthropic": {"redactedData": _str(block.get("data"))}}
+            metadata: ProviderMetadata = {"anthropic": {"redactedData": as_str(block.get("data"))}}
             self._blocks[index] = _Block("reasoning", block_id, metadata=metadata)
             return [V4ReasoningStart(id=block_id, provider_metadata=metadata)]
         if kind in _TOOL_USE_BLOCKS:
@@ -232,7 +233,7 @@ class AnthropicStreamState:
             name, input_type = SERVER_TOOL_NAMES[name]
         metadata: ProviderMetadata | None = None
         if kind == "mcp_tool_use":
-            metadata = {"anthropic": {"type": "mcp-tool-use", "serverName": _str(block.get("server_name"))}}
+            metadata = {"anthropic": {"type": "mcp-tool-use", "serverName": as_str(block.get("server_name"))}}
         initial = block.get("input")
         self._tool_names[tool_id] = name
         self._blocks[index] = _Block(
@@ -244,7 +245,7 @@ class AnthropicStreamState:
             metadata=metadata,
             input_type=input_type,
         )
-        return [V4ToolInputStart(id=tool_id, tool_name=name, **_some(provider_executed=provider_executed))]
+        return [V4ToolInputStart(id=tool_id, tool_name=name, **some(provider_executed=provider_executed))]
 
     def _tool_result(self, kind: str, block: dict[str, Any]) -> list[ModelStreamPart]:
         mapped = server_tool_result(kind, block, self.new_id)
@@ -264,7 +265,7 @@ class AnthropicStreamState:
             is_error = isinstance(content, dict) and str(content.get("type", "")).endswith("_error")
         name = self._tool_names.get(tool_call_id, kind.removesuffix("_tool_result"))
         return V4ToolResult(
-            tool_call_id=tool_call_id, tool_name=name, result=content, **_some(is_error=is_error or None)
+            tool_call_id=tool_call_id, tool_name=name, result=content, **some(is_error=is_error or None)
         )
 
     def _block_delta(self, index: int, delta: dict[str, Any]) -> list[ModelStreamPart]:
@@ -278,7 +279,7 @@ class AnthropicStreamState:
                 text = str(delta.get("partial_json", ""))
                 return [V4TextDelta(id=block.id, delta=text)] if text else []
             case "citations_delta", "text":
-                citation = _dict(delta.get("citation"))
+                citation = as_dict(delta.get("citation"))
                 block.citations.append(citation)
                 if citation.get("type") == "web_search_result_location":
                     self._web_citations.append(citation)
@@ -328,7 +329,7 @@ class AnthropicStreamState:
         if block.kind == "text":
             return [self._text_end(block)]
         if block.kind == "reasoning":
-            return [V4ReasoningEnd(id=block.id, **_some(provider_metadata=block.metadata))]
+            return [V4ReasoningEnd(id=block.id, **some(provider_metadata=block.metadata))]
         parts: list[ModelStreamPart] = []
         if not block.input and block.initial_input:
             # The whole input came with content_block_start (programmatic tool calls): stream it once.
@@ -339,22 +340,9 @@ class AnthropicStreamState:
             tool_call_id=block.id,
             tool_name=block.tool_name,
             input=programmatic_input(text) if block.input_type == "programmatic-tool-call" else text,
-            **_some(provider_executed=block.provider_executed, provider_metadata=block.metadata),
+            **some(provider_executed=block.provider_executed, provider_metadata=block.metadata),
         )
         return [*parts, V4ToolInputEnd(id=block.id), call]
-
-
-def _some(**fields: Any) -> dict[str, Any]:
-    """The fields that have a value: a part's JSON leaves out what is unknown, as the AI SDK's does."""
-    return {name: value for name, value in fields.items() if value is not None}
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _index(payload: dict[str, Any]) -> int:

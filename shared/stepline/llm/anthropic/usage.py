@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from ..base import V4FinishReason, V4InputTokens, V4OutputTokens, V4Usage
+from .fields import as_dict, some
 
 __all__ = ["finish_reason", "usage_from_anthropic"]
 
@@ -24,10 +25,7 @@ def finish_reason(stop_reason: str | None, *, json_tool: bool = False) -> V4Fini
     """Map `stop_reason`; the raw value is kept. A forced JSON tool's `tool_use` is a normal stop."""
     if stop_reason == "tool_use" and json_tool:
         return V4FinishReason(unified="stop", raw=stop_reason)
-    return V4FinishReason(
-        unified=_STOP_REASONS.get(stop_reason or "", "other"),
-        **({"raw": stop_reason} if stop_reason is not None else {}),
-    )
+    return V4FinishReason(unified=_STOP_REASONS.get(stop_reason or "", "other"), **some(raw=stop_reason))
 
 
 def usage_from_anthropic(usage: dict[str, Any]) -> V4Usage:
@@ -37,25 +35,15 @@ def usage_from_anthropic(usage: dict[str, Any]) -> V4Usage:
     """
     no_cache, read, write = (_int(usage.get(key)) for key in _INPUT_KEYS)
     output = _int(usage.get("output_tokens"))
-    reasoning = _int(_details(usage).get("thinking_tokens"))
+    reasoning = _int(as_dict(usage.get("output_tokens_details")).get("thinking_tokens"))
     total = None if no_cache is None else no_cache + (read or 0) + (write or 0)
     text = output - reasoning if output is not None and reasoning is not None else None
     return V4Usage(
-        input_tokens=V4InputTokens(**_known(total=total, no_cache=no_cache, cache_read=read, cache_write=write)),
-        output_tokens=V4OutputTokens(**_known(total=output, text=text, reasoning=reasoning)),
-        **({"raw": usage} if usage else {}),
+        input_tokens=V4InputTokens(**some(total=total, no_cache=no_cache, cache_read=read, cache_write=write)),
+        output_tokens=V4OutputTokens(**some(total=output, text=text, reasoning=reasoning)),
+        **some(raw=usage or None),
     )
 
 
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _known(**counts: int | None) -> dict[str, int]:
-    """The counts the provider reported: an unknown one stays out (None), never 0."""
-    return {name: value for name, value in counts.items() if value is not None}
-
-
-def _details(usage: dict[str, Any]) -> dict[str, Any]:
-    details = usage.get("output_tokens_details")
-    return cast("dict[str, Any]", details) if isinstance(details, dict) else {}
