@@ -77,14 +77,14 @@ def await_input(services: Services, user_id: str, run_id: str, task_token: str) 
     """Store the task token with what the run waits for; resume at once if it was already decided."""
     store = services.store
     run = store.get_run(user_id, run_id)
+    state = run_state(services, user_id, run_id)  # the wait's checkpoint: answers and decisions are rows
     if run.status == "waiting_user":
         store.attach_run_token(user_id, run_id, task_token)
-        announce_question(services, run, run_state(services, user_id, run_id))  # if the step's own was lost
-        if not client_outputs(services, user_id, run_id, run_state(services, user_id, run_id))[1]:
+        announce_question(services, run, state)  # if the step's own was lost
+        if not client_outputs(services, user_id, run_id, state)[1]:
             resume_workflow(services, task_token)
         return {"waiting": "client"}
     waiting = False
-    state = run_state(services, user_id, run_id)
     announce_approvals(services, run, state)  # the step's own announcement, if a crash lost it
     for approval in run_approvals(services, user_id, run_id, state):
         if approval.status == "requested":
