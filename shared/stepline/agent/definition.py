@@ -325,7 +325,8 @@ class Agent(BaseModel):
         while it waited) is logged, and continues with the definition it finds.
         """
         if self._fingerprint is None:
-            self._fingerprint = digest(self, self.model_spec("<runtime default>"))
+            settings = {key: getattr(self, key) for key in type(self).model_fields}
+            self._fingerprint = digest(settings, self.tools, self.model_spec("<runtime default>"))
         return self._fingerprint
 
 
