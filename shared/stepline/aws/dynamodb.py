@@ -40,10 +40,10 @@ from ..store.redaction import ReasoningPolicy, Redactor
 from ..store.transactional import TransactionalStore
 from ..store.unit import Record
 from .cursors import decode_cursor, encode_cursor
-from .dynamo_items import KIND_OF, KINDS, index_attributes, keys, num_attr, str_attr
+from .dynamo_items import KIND_OF, KINDS, num_attr, str_attr
 from .dynamo_unit import DynamoUnit
 
-__all__ = ["DynamoStore", "index_attributes", "keys"]
+__all__ = ["DynamoStore"]
 
 T = TypeVar("T")
 MAX_ATTEMPTS = 40
