@@ -13,7 +13,7 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from ..runtime.approval_links import InvalidLinkError, link_path
-from ..runtime.worker import decide
+from ..runtime.waits import decide
 from ..store.errors import NotFound
 from .deps import ServicesDep
 from .errors import ApiError

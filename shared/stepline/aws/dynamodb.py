@@ -21,8 +21,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from ..protocol._json import dumps, loads_strict
-from ..store import operations as ops
 from ..store.errors import ConcurrentUpdate, Conflict, NotFound, StoreError
+from ..store.operations.common import DELTA_RETENTION_MS
 from ..store.ports import Page
 from ..store.records import (
     TERMINAL,
@@ -65,7 +65,7 @@ class DynamoStore(TransactionalStore):
         events_table: str,
         blobs: Any = None,
         offload_threshold: int = 64 * 1024,
-        delta_retention_ms: int = ops.DELTA_RETENTION_MS,
+        delta_retention_ms: int = DELTA_RETENTION_MS,
         sleep: Callable[[float], None] = time.sleep,
         redactor: Redactor | None = None,
         reasoning: ReasoningPolicy = "keep",

@@ -51,8 +51,9 @@ from anyio import to_thread
 from fastapi.responses import JSONResponse
 
 from ..agent.loading import AgentLoadError, AgentSet, agents_from_env, check_keys
-from ..api.app import ApiOptions, create_app
+from ..api.app import create_app
 from ..api.cors import parse_origins
+from ..api.deps import ApiOptions
 from ..api.identity import DevTokens, Identity, JwtIdentity, parse_dev_tokens
 from ..errors import StepLineError
 from ..llm.registry import DEMO_BOOK, resolve_with_timeout

@@ -26,7 +26,7 @@ from ..errors import StepLineError
 from ..runtime.executions import Executions
 from ..runtime.reconcile import sweep
 from ..runtime.services import Services
-from ..runtime.worker import run_state
+from ..runtime.waits import run_state
 from ..store.records import TERMINAL
 
 __all__ = ["DataDirInUse", "Driver", "Sweeper", "lock_data_dir", "redrive_unfinished"]

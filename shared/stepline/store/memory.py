@@ -11,8 +11,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from . import operations as ops
 from .errors import Conflict, InvalidCursor, NotFound
+from .operations.common import DELTA_RETENTION_MS
 from .ports import Page
 from .records import (
     ApprovalRecord,
@@ -113,7 +113,7 @@ class MemoryStore(TransactionalStore):
     def __init__(
         self,
         *,
-        delta_retention_ms: int = ops.DELTA_RETENTION_MS,
+        delta_retention_ms: int = DELTA_RETENTION_MS,
         redactor: Redactor | None = None,
         reasoning: ReasoningPolicy = "keep",
     ) -> None:

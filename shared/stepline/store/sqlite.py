@@ -25,8 +25,8 @@ from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
-from . import operations as ops
 from .errors import Conflict, InvalidCursor, NotFound, StoreError
+from .operations.common import DELTA_RETENTION_MS
 from .ports import Page
 from .records import (
     TERMINAL,
@@ -61,7 +61,7 @@ class SqliteStore(TransactionalStore):
         self,
         path: str | Path,
         *,
-        delta_retention_ms: int = ops.DELTA_RETENTION_MS,
+        delta_retention_ms: int = DELTA_RETENTION_MS,
         redactor: Redactor | None = None,
         reasoning: ReasoningPolicy = "keep",
     ) -> None:
