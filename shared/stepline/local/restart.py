@@ -10,7 +10,7 @@ the same as after a Lambda crash on AWS:
   claim is stored), one cut after it started is reported as interrupted, not re-run;
 - a run waiting for an approval or an answer goes straight back to AwaitInput, whose new task
   token the webhook and the chat continuation resume; the wait ends at the deadline stored with
-  the approval (or the question's checkpoint), not a fresh one (`worker.wait_seconds`);
+  the approval (or the question's checkpoint), not a fresh one (`waits.wait_seconds`);
 - a run whose decision was taken but not yet acted on continues with it.
 """
 
