@@ -13,6 +13,7 @@ from ..store.errors import StoreError
 from ..store.records import (
     ApprovalRecord,
     ArtifactRecord,
+    CheckpointRecord,
     ConversationRecord,
     EventRecord,
     MessageRecord,
@@ -114,6 +115,9 @@ class DynamoUnit:
 
     def artifact(self, user_id: str, artifact_id: str) -> ArtifactRecord | None:
         return self.get_item({"pk": str_attr(f"U#{user_id}#ART#{artifact_id}"), "sk": str_attr("META")})
+
+    def checkpoint(self, user_id: str, run_id: str, seq: int) -> CheckpointRecord | None:
+        return self.get_item({"pk": str_attr(f"U#{user_id}#R#{run_id}"), "sk": str_attr(f"K#{seq:06d}")})
 
     # -- writes ------------------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """The write operations every store backend shares.
 
 Each is one `operations` function run in a unit of work. A backend supplies `_do` (how a unit is
-opened, redacted and committed) and its reads.
+opened, redacted and committed); the reads by key it shares are in `unit_reads`, its listings
+are its own.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .operations import tool_calls as tool_call_ops
 from .ports import ClaimResult, DecisionResult, FinishRun, SnapshotUpdate, TurnStart, TurnStarted
 from .records import (
     ApprovalRecord,
+    ArtifactRecord,
     CheckpointReason,
     CheckpointRecord,
     EventRecord,
@@ -227,3 +229,15 @@ class TransactionalStore(ABC):
         return self._do(
             lambda u: run_ops.append_events(u, user_id, run_id, events, now=now, retention=self.delta_retention_ms)
         )
+
+    def put_artifact(self, record: ArtifactRecord) -> ArtifactRecord:
+        """Record an artifact once: a second put of the same id returns the first record."""
+
+        def put(unit: Unit) -> ArtifactRecord:
+            existing = unit.artifact(record.user_id, record.artifact_id)
+            if existing is not None:
+                return existing
+            unit.put(record, new=True)
+            return record
+
+        return self._do(put)
