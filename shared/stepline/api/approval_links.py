@@ -15,13 +15,14 @@ from pydantic import Field
 from ..runtime.approval_links import InvalidLinkError, link_path
 from ..runtime.waits import decide
 from ..store.errors import NotFound
+from .bodies import CheckedRoute
 from .deps import ServicesDep
 from .errors import ApiError
 from .schemas import ApprovalDecisionBody, ApprovalView, Id, approval_view
 
 __all__ = ["LINK_DECIDER", "ApprovalLinkBody", "router"]
 
-router = APIRouter()
+router = APIRouter(route_class=CheckedRoute)
 LINK_DECIDER = "link"
 """`decidedBy` of an approval decided with a link."""
 
