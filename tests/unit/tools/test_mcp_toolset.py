@@ -16,6 +16,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from stepline.agent.definition import Agent
 from stepline.loop.stream_text import stream_text
 from stepline.loop.tools import Tool, ToolContext
 from stepline.protocol import stream_parts as sp
@@ -123,6 +124,13 @@ def test_approval_per_tool_and_a_default_for_the_rest(live: HttpMcp) -> None:
         [http(live.url, allowedTools=["add", "echo"], approval={"*": "user-approval", "add": "approved"})]
     )
     assert dict(everything.approval) == {"add": "approved", "echo": "user-approval"}
+
+
+def test_each_tool_carries_its_approval_so_an_agent_needs_no_policy_of_its_own(live: HttpMcp) -> None:
+    toolset = McpToolset([http(live.url, allowedTools=["add", "echo"], approval={"echo": "user-approval"})])
+    assert {t.name: t.approval for t in toolset} == {"add": None, "echo": "user-approval"}
+    agent = Agent(tools=[toolset])
+    assert (agent.approval_of("echo"), agent.approval_of("add")) == ("required", "none")
 
 
 def test_the_approval_policy_stays_live_while_a_server_is_unlisted() -> None:

@@ -6,7 +6,9 @@ in this process; one that is down is skipped (its tools are missing from that st
 on) and asked again at a later step, at most every `retry_seconds`. Its `approval` mapping is live
 the same way.
 
-Each tool's executor opens a session, calls the tool and maps the result
+Each tool carries its server entry's approval (`Tool.approval`), so an `Agent` that lists the
+toolset among its `tools` waits for a person where the entry says so, with no `tool_approval` of
+its own. Each tool's executor opens a session, calls the tool and maps the result
 (`stepline.tools.mcp.results`); every failure is an `McpToolError`, which the loop turns into a
 tool error the model reads. The call goes through the loop's tool guard like any other tool, so
 on AWS it is claimed in the store before it runs and never run twice (see docs/tools.md).
@@ -141,13 +143,13 @@ class McpToolset(Sequence[Tool]):
                 log.warning("MCP server %s: tool %s is left out, its name %s is taken", server.name, remote.name, name)
                 continue
             taken.add(name)
-            tools.append(self._tool(server, remote, name))
             approval: ApprovalSetting | None = server.approval_for(remote.name)
+            tools.append(self._tool(server, remote, name, approval))
             if approval is not None:
                 self._approval[name] = approval
         return tools
 
-    def _tool(self, server: Server, remote: McpTool, name: str) -> Tool:
+    def _tool(self, server: Server, remote: McpTool, name: str, approval: ApprovalSetting | None) -> Tool:
         headers = self._headers
 
         async def execute(arguments: Any, context: ToolContext) -> JsonValue:
@@ -165,6 +167,7 @@ class McpToolset(Sequence[Tool]):
             input_schema=schema,
             execute=execute,
             to_model_output=to_model_output,
+            approval=approval,
         )
 
 
