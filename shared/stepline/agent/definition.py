@@ -9,7 +9,7 @@
         stop_when=is_step_count(8),
     )
 
-Every setting has the meaning it has in `stream_text` (spec 000's "streamText 参数全景"): an agent
+Every setting has the meaning it has in `stream_text` (the AI SDK's `streamText` options): an agent
 only holds them, and `loop_config` turns them into the `LoopConfig` of one step, so there is one
 loop, in process and on the durable path alike. What a durable run adds is written in
 docs/agents.md: the agent is rebuilt from its module in every process, the run context is fixed when
