@@ -9,7 +9,6 @@ called through the official SDK; the model object of docs/models.md must be what
 
 from __future__ import annotations
 
-import asyncio
 import re
 import sys
 from pathlib import Path
@@ -19,8 +18,8 @@ import pytest
 
 from stepline import Agent
 from stepline.agent.toolsets import ToolList
-from stepline.loop.tools import Tool, ToolContext
 from stepline.tools.mcp import McpToolset, StdioServer
+from tests.support.mcp import invoke
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = sorted((REPO / "docs").glob("*.md"))
@@ -84,12 +83,3 @@ def test_the_model_object_block_builds_what_it_says() -> None:
     agent = run_page(REPO / "docs/models.md")["agent"]
     assert (agent.model.provider, agent.model.model_id) == ("openai", "qwen2.5")
     assert agent.model_spec("unused") == "openai:qwen2.5"
-
-
-def invoke(tool: Tool, arguments: dict[str, Any]) -> Any:
-    async def go() -> Any:
-        context = ToolContext(tool_call_id="call-1", tool_name=tool.name, run_id="run-1", messages=[])
-        outputs = [value async for value, _ in tool.run(tool.validate_input(arguments), context)]
-        return outputs[-1]
-
-    return asyncio.run(go())

@@ -17,23 +17,14 @@ from typing import Any, cast, overload
 
 from ..loop.tools import Tool
 
-__all__ = ["ToolList", "agent_tools"]
+__all__ = ["LiveTools", "ToolList", "agent_tools"]
 
 
-class ToolList(Sequence[Tool]):
-    """Fixed tools and live toolsets in their order, flattened at every read."""
-
-    def __init__(self, parts: Sequence[Tool | Sequence[Tool]]) -> None:
-        self._parts = tuple(parts)
+class LiveTools(Sequence[Tool]):
+    """A sequence of tools computed afresh at every read: subclasses say how (`_current`)."""
 
     def _current(self) -> list[Tool]:
-        tools: list[Tool] = []
-        for part in self._parts:
-            if isinstance(part, Tool):
-                tools.append(part)
-            else:
-                tools.extend(part)
-        return tools
+        raise NotImplementedError
 
     def __iter__(self) -> Iterator[Tool]:
         return iter(self._current())
@@ -47,6 +38,22 @@ class ToolList(Sequence[Tool]):
     def __getitem__(self, index: slice) -> Sequence[Tool]: ...
     def __getitem__(self, index: int | slice) -> Tool | Sequence[Tool]:
         return self._current()[index]
+
+
+class ToolList(LiveTools):
+    """Fixed tools and live toolsets in their order, flattened at every read."""
+
+    def __init__(self, parts: Sequence[Tool | Sequence[Tool]]) -> None:
+        self._parts = tuple(parts)
+
+    def _current(self) -> list[Tool]:
+        tools: list[Tool] = []
+        for part in self._parts:
+            if isinstance(part, Tool):
+                tools.append(part)
+            else:
+                tools.extend(part)
+        return tools
 
     def __repr__(self) -> str:
         return f"ToolList({list(self._parts)!r})"

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import overload
-
 import pytest
 
 from stepline import Agent, AgentDefinitionError, tool
-from stepline.agent.toolsets import ToolList
+from stepline.agent.toolsets import LiveTools, ToolList
 from stepline.loop.tools import Tool
 
 
@@ -24,24 +21,14 @@ def refund(order_id: str) -> str:
     return order_id
 
 
-class Growing(Sequence[Tool]):
+class Growing(LiveTools):
     """A live toolset: what it holds changes between reads (as an MCP server listed late)."""
 
     def __init__(self) -> None:
         self.tools: list[Tool] = []
 
-    def __iter__(self) -> Iterator[Tool]:
-        return iter(list(self.tools))
-
-    def __len__(self) -> int:
-        return len(self.tools)
-
-    @overload
-    def __getitem__(self, index: int) -> Tool: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Tool]: ...
-    def __getitem__(self, index: int | slice) -> Tool | Sequence[Tool]:
-        return self.tools[index]
+    def _current(self) -> list[Tool]:
+        return list(self.tools)
 
 
 def test_a_list_of_tools_is_a_tuple_checked_at_definition() -> None:

@@ -1,6 +1,6 @@
 """MCP servers as a toolset: their tools as ordinary `Tool`s, listed once per process.
 
-`McpToolset` is a live `Sequence[Tool]`: the worker reads it at every step (`Services.loop_config`
+`McpToolset` is a live `Sequence[Tool]` (`LiveTools`): the worker reads it at every step (`Services.loop_config`
 copies it), and the first read lists each server's tools. A server that lists is never asked again
 in this process; one that is down is skipped (its tools are missing from that step, the run goes
 on) and asked again at a later step, at most every `retry_seconds`. Its `approval` mapping is live
@@ -22,11 +22,12 @@ import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
 from mcp.types import Tool as McpTool
 from pydantic import JsonValue
 
+from ...agent.toolsets import LiveTools
 from ...loop.config import ApprovalSetting
 from ...loop.tools import Tool, ToolContext
 from .config import HttpServer, StdioServer, exposed_name
@@ -50,7 +51,7 @@ def _run(coroutine: Coroutine[Any, Any, _T]) -> _T:
         return pool.submit(asyncio.run, coroutine).result()
 
 
-class McpToolset(Sequence[Tool]):
+class McpToolset(LiveTools):
     """The tools of `servers`, and optionally function tools served beside them.
 
     Example:
@@ -90,24 +91,11 @@ class McpToolset(Sequence[Tool]):
         self.approval: Mapping[str, ApprovalSetting] = _LiveApproval(self)
         """Approval per exposed tool name: the function tools' and each listed server's."""
 
-    # -- Sequence[Tool] ------------------------------------------------------------------------------
+    # -- the tools, read afresh (LiveTools) -----------------------------------------------------------
 
     def _current(self) -> list[Tool]:
         self._list_due()
         return [*self._functions, *(t for s in self._servers for t in self._listed.get(s.name, []))]
-
-    def __iter__(self) -> Iterator[Tool]:
-        return iter(self._current())
-
-    def __len__(self) -> int:
-        return len(self._current())
-
-    @overload
-    def __getitem__(self, index: int) -> Tool: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Tool]: ...
-    def __getitem__(self, index: int | slice) -> Tool | Sequence[Tool]:
-        return self._current()[index]
 
     def approvals(self) -> dict[str, ApprovalSetting]:
         self._list_due()
