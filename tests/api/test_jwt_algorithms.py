@@ -20,11 +20,10 @@ from typing import Any
 
 import jwt
 import pytest
-from fastapi import HTTPException, Request
 
 from stepline.api.oidc import JwtIdentity
 from stepline.api.oidc_keys import ALGORITHMS
-from tests.support.jwks import JOSE_ALGORITHMS, KEY_TYPES, PrivateKey, jwks, private_key, public_jwk, serving
+from tests.support.jwks import JOSE_ALGORITHMS, KEY_TYPES, PrivateKey, jwks, private_key, public_jwk, serving, status_of
 from tests.support.server import Running, config, running
 
 CLIENT = "stepline-web"
@@ -64,15 +63,6 @@ def _forged(header: dict[str, Any], claims: dict[str, Any], signature: str = "AA
     return f"{_b64(header)}.{_b64(claims)}.{signature}"
 
 
-def _status(identity: JwtIdentity, token: str) -> int:
-    request = Request({"type": "http", "headers": [(b"authorization", f"Bearer {token}".encode())]})
-    try:
-        identity.user_of(request)
-    except HTTPException as refused:
-        return refused.status_code
-    return 200
-
-
 def _signed(key: PrivateKey, kind: str, algorithm: str, claims: dict[str, Any]) -> str | None:
     """The token signed with `key` under `algorithm`, or None where PyJWT cannot sign that way."""
     try:
@@ -90,7 +80,9 @@ def test_a_header_naming_any_algorithm_with_a_bad_signature_is_401(
     identity: JwtIdentity, issuer: str, kind: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING)
-    statuses = {alg: _status(identity, _forged({"alg": alg, "kid": kind}, _claims(issuer))) for alg in JOSE_ALGORITHMS}
+    statuses = {
+        alg: status_of(identity, _forged({"alg": alg, "kid": kind}, _claims(issuer))) for alg in JOSE_ALGORITHMS
+    }
     assert statuses == dict.fromkeys(JOSE_ALGORITHMS, 401)
     assert not [r for r in caplog.records if r.exc_info], "no traceback is logged"
 
@@ -100,7 +92,7 @@ def test_a_properly_signed_token_is_accepted_only_under_its_keys_algorithms(
     identity: JwtIdentity, issuer: str, kind: str
 ) -> None:
     signed = {alg: _signed(KEYS[kind], kind, alg, _claims(issuer)) for alg in JOSE_ALGORITHMS if alg != "none"}
-    statuses = {alg: _status(identity, token) for alg, token in signed.items() if token is not None}
+    statuses = {alg: status_of(identity, token) for alg, token in signed.items() if token is not None}
     assert {alg for alg, status in statuses.items() if status == 200} == ACCEPTED[kind]
     assert set(statuses.values()) <= {200, 401}
     assert ACCEPTED[kind] <= set(statuses), "each accepted algorithm was tried"
@@ -113,14 +105,14 @@ def test_an_rsa_public_key_used_as_an_hmac_secret_is_401(identity: JwtIdentity, 
     secret = json.dumps(public_jwk(KEYS["rsa"], "rsa")).encode()
     mac = hmac.new(secret, f"{header}.{body}".encode(), hashlib.sha256).digest()
     token = f"{header}.{body}.{base64.urlsafe_b64encode(mac).rstrip(b'=').decode()}"
-    assert _status(identity, token) == 401
+    assert status_of(identity, token) == 401
 
 
 @pytest.mark.parametrize("alg", ["none", "None", "NONE", None])
 def test_an_unsigned_token_is_401_in_every_spelling(identity: JwtIdentity, issuer: str, alg: str | None) -> None:
     header: dict[str, Any] = {"kid": "rsa", **({"alg": alg} if alg is not None else {})}
     for signature in ("", "AAAA"):
-        assert _status(identity, _forged(header, _claims(issuer), signature)) == 401
+        assert status_of(identity, _forged(header, _claims(issuer), signature)) == 401
 
 
 def test_headers_that_are_not_what_a_jwt_header_is_are_401(identity: JwtIdentity, issuer: str) -> None:
@@ -133,7 +125,7 @@ def test_headers_that_are_not_what_a_jwt_header_is_are_401(identity: JwtIdentity
         "not.a.jwt",
         "e30.e30",
     ]
-    assert [_status(identity, t) for t in tokens] == [401] * len(tokens)
+    assert [status_of(identity, t) for t in tokens] == [401] * len(tokens)
 
 
 @pytest.fixture(scope="module")

@@ -13,11 +13,10 @@ from typing import Any
 
 import jwt
 import pytest
-from fastapi import HTTPException, Request
 
 from stepline.api.oidc import JwtIdentity
 from stepline.api.oidc_keys import IssuerKeys, algorithms_of
-from tests.support.jwks import PrivateKey, jwks, private_key, public_jwk, serving
+from tests.support.jwks import PrivateKey, jwks, private_key, public_jwk, serving, status_of
 
 CLIENT = "stepline-web"
 
@@ -36,15 +35,6 @@ def _token(issuer: str, key: PrivateKey, kid: str | None, algorithm: str = "RS25
     return jwt.encode(body, key, algorithm=algorithm, headers={"kid": kid} if kid else {})
 
 
-def _status(identity: JwtIdentity, token: str) -> int:
-    request = Request({"type": "http", "headers": [(b"authorization", f"Bearer {token}".encode())]})
-    try:
-        identity.user_of(request)
-    except HTTPException as refused:
-        return refused.status_code
-    return 200
-
-
 def _issuer(published: list[dict[str, Any]]) -> dict[str, Callable[[str], bytes]]:
     return {"/.well-known/jwks.json": lambda _: jwks(*published)}
 
@@ -56,18 +46,18 @@ def test_a_new_signing_key_is_fetched_on_its_first_use_at_most_once_per_refetch_
     with serving(_issuer(published)) as base:
         keys = IssuerKeys(base, clock=clock, refetch_after=5)
         identity = JwtIdentity(base, CLIENT, keys=keys)
-        assert (_status(identity, _token(base, old, "old")), keys.fetches) == (200, 1)
+        assert (status_of(identity, _token(base, old, "old")), keys.fetches) == (200, 1)
         published.append(public_jwk(new, "new"))  # the issuer rotates
         clock.now += 1  # within the refetch interval of the last fetch: not asked again yet
-        assert (_status(identity, _token(base, new, "new")), keys.fetches) == (401, 1)
+        assert (status_of(identity, _token(base, new, "new")), keys.fetches) == (401, 1)
         clock.now += 5
-        assert (_status(identity, _token(base, new, "new")), keys.fetches) == (200, 2)
+        assert (status_of(identity, _token(base, new, "new")), keys.fetches) == (200, 2)
         for n in range(20):  # unknown kids do not make the issuer be asked on every request
-            assert _status(identity, _token(base, new, f"random-{n}")) == 401
+            assert status_of(identity, _token(base, new, f"random-{n}")) == 401
         assert keys.fetches == 2  # the set was read for "new" a moment ago
         clock.now += 5
         for n in range(20):
-            assert _status(identity, _token(base, new, f"other-{n}")) == 401
+            assert status_of(identity, _token(base, new, f"other-{n}")) == 401
         assert keys.fetches == 3  # one refetch for the first unknown kid, none for the rest
 
 
@@ -78,11 +68,11 @@ def test_a_key_the_issuer_no_longer_publishes_is_refused_once_the_set_is_fetched
     with serving(_issuer(published)) as base:
         keys = IssuerKeys(base, clock=clock, max_age=300)
         identity = JwtIdentity(base, CLIENT, keys=keys)
-        assert _status(identity, _token(base, revoked, "revoked")) == 200
+        assert status_of(identity, _token(base, revoked, "revoked")) == 200
         del published[0]
         clock.now += 301  # the set is older than max_age: read again
-        assert _status(identity, _token(base, revoked, "revoked")) == 401
-        assert _status(identity, _token(base, kept, "kept")) == 200
+        assert status_of(identity, _token(base, revoked, "revoked")) == 401
+        assert status_of(identity, _token(base, kept, "kept")) == 200
 
 
 def test_while_the_issuer_is_unreachable_the_keys_fetched_last_go_on_for_a_while(
@@ -93,18 +83,18 @@ def test_while_the_issuer_is_unreachable_the_keys_fetched_last_go_on_for_a_while
     with serving(_issuer([public_jwk(key, "k1")])) as base:
         keys = IssuerKeys(base, jwks_url=f"{base}/.well-known/jwks.json", clock=clock, stale_for=3600)
         identity = JwtIdentity(base, CLIENT, keys=keys)
-        assert _status(identity, _token(base, key, "k1")) == 200
+        assert status_of(identity, _token(base, key, "k1")) == 200
     port = int(base.rsplit(":", 1)[1])
     caplog.set_level(logging.WARNING, "stepline.api")
     clock.now += 600  # expired, and the issuer is down
-    assert (_status(identity, _token(base, key, "k1")), keys.fetches) == (200, 2)
+    assert (status_of(identity, _token(base, key, "k1")), keys.fetches) == (200, 2)
     assert "the keys fetched before stay" in caplog.text
     clock.now += 1
-    assert (_status(identity, _token(base, key, "k1")), keys.fetches) == (200, 2), "not asked on every request"
+    assert (status_of(identity, _token(base, key, "k1")), keys.fetches) == (200, 2), "not asked on every request"
     clock.now += 3600  # more than stale_for since the last fetch that worked: no keys left to trust
-    assert _status(identity, _token(base, key, "k1")) == 503
+    assert status_of(identity, _token(base, key, "k1")) == 503
     with serving(_issuer([public_jwk(key, "k1")]), port=port):
-        assert _status(identity, _token(base, key, "k1")) == 200  # back: read again at once
+        assert status_of(identity, _token(base, key, "k1")) == 200  # back: read again at once
 
 
 def test_a_key_without_alg_verifies_its_types_algorithms_and_one_with_alg_only_that() -> None:
@@ -115,9 +105,9 @@ def test_a_key_without_alg_verifies_its_types_algorithms_and_one_with_alg_only_t
     assert algorithms_of({**published[1], "alg": "ES256"}) == (), "an alg its type cannot verify: unusable"
     with serving(_issuer(published)) as base:
         identity = JwtIdentity(base, CLIENT)
-        assert _status(identity, _token(base, free, "free", "PS256")) == 200
-        assert _status(identity, _token(base, pinned, "pinned", "RS256")) == 200
-        assert _status(identity, _token(base, pinned, "pinned", "PS256")) == 401
+        assert status_of(identity, _token(base, free, "free", "PS256")) == 200
+        assert status_of(identity, _token(base, pinned, "pinned", "RS256")) == 200
+        assert status_of(identity, _token(base, pinned, "pinned", "PS256")) == 401
 
 
 def test_duplicate_kids_are_each_tried_under_their_own_algorithms() -> None:
@@ -125,22 +115,22 @@ def test_duplicate_kids_are_each_tried_under_their_own_algorithms() -> None:
     published = [public_jwk(k, "dup") for k in (rsa_one, rsa_two, ec_key)]
     with serving(_issuer(published)) as base:
         identity = JwtIdentity(base, CLIENT)
-        assert _status(identity, _token(base, rsa_one, "dup")) == 200
-        assert _status(identity, _token(base, rsa_two, "dup")) == 200  # a rotation that reused the id
-        assert _status(identity, _token(base, ec_key, "dup", "ES256")) == 200
-        assert _status(identity, _token(base, stranger, "dup", "ES256")) == 401
+        assert status_of(identity, _token(base, rsa_one, "dup")) == 200
+        assert status_of(identity, _token(base, rsa_two, "dup")) == 200  # a rotation that reused the id
+        assert status_of(identity, _token(base, ec_key, "dup", "ES256")) == 200
+        assert status_of(identity, _token(base, stranger, "dup", "ES256")) == 401
 
 
 def test_a_token_without_kid_is_checked_against_the_only_key() -> None:
     only = private_key("ed25519")
     with serving(_issuer([public_jwk(only, None)])) as base:
         identity = JwtIdentity(base, CLIENT)
-        assert _status(identity, _token(base, only, None, "EdDSA")) == 200
-        assert _status(identity, _token(base, private_key("ed25519"), None, "EdDSA")) == 401
+        assert status_of(identity, _token(base, only, None, "EdDSA")) == 200
+        assert status_of(identity, _token(base, private_key("ed25519"), None, "EdDSA")) == 401
 
 
 def test_an_issuer_whose_key_set_is_not_json_or_too_large_is_503() -> None:
     with serving({"/.well-known/jwks.json": lambda _: b"{not json"}) as base:
-        assert _status(JwtIdentity(base, CLIENT), _token(base, private_key("rsa"), "k1")) == 503
+        assert status_of(JwtIdentity(base, CLIENT), _token(base, private_key("rsa"), "k1")) == 503
     with serving({"/.well-known/jwks.json": lambda _: b" " * (2 << 20)}) as base:
-        assert _status(JwtIdentity(base, CLIENT), _token(base, private_key("rsa"), "k1")) == 503
+        assert status_of(JwtIdentity(base, CLIENT), _token(base, private_key("rsa"), "k1")) == 503

@@ -16,6 +16,7 @@ from typing import Any
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from fastapi import HTTPException, Request
 
 PrivateKey = Any
 """A `cryptography` private key (RSA, EC, Ed25519) or, for `oct`, the HMAC secret's bytes."""
@@ -58,6 +59,16 @@ def public_jwk(key: PrivateKey, kid: str | None, **extra: Any) -> dict[str, Any]
     else:
         jwk = json.loads(jwt.algorithms.OKPAlgorithm.to_jwk(key.public_key()))
     return {**jwk, **({"kid": kid} if kid is not None else {}), "use": "sig", **extra}
+
+
+def status_of(identity: Any, token: str) -> int:
+    """What an identity answers a request with this bearer token: 200, or the refusal's status."""
+    request = Request({"type": "http", "headers": [(b"authorization", f"Bearer {token}".encode())]})
+    try:
+        identity.user_of(request)
+    except HTTPException as refused:
+        return refused.status_code
+    return 200
 
 
 def jwks(*keys: dict[str, Any]) -> bytes:
