@@ -33,6 +33,7 @@ from ..store.records import (
     EventRecord,
     MessageRecord,
     RunRecord,
+    StepRecordRow,
     ToolCallRecord,
 )
 from ..store.redacting_unit import RedactingUnit
@@ -281,6 +282,10 @@ class DynamoStore(TransactionalStore):
     def list_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
         self.get_run(user_id, run_id)
         return sorted(DynamoUnit(self).run_tool_calls(user_id, run_id), key=lambda c: (c.step_index, c.tool_call_id))
+
+    def list_steps(self, user_id: str, run_id: str) -> list[StepRecordRow]:
+        self.get_run(user_id, run_id)
+        return sorted(DynamoUnit(self).run_steps(user_id, run_id), key=lambda s: s.step_index)
 
     # -- events ----------------------------------------------------------------------------------------
 

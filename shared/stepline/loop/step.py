@@ -26,9 +26,9 @@ from .callbacks import StepEndEvent, StepStartEvent, notify
 from .config import LoopConfig, PrepareStepResult
 from .messages import StepContent, instruction_messages, prompt_messages
 from .model_call import StepFailure, run_model_call
-from .request_view import response_view
 from .retry import failure_text
 from .state import LoopState, PendingApproval, StepOutcome, StepRecord, ToolCallRecord, ToolResultRecord
+from .step_inspection import step_inspection
 from .stop import should_stop
 from .tool_execution import execute_tools
 from .tool_order import ordered_tools
@@ -273,7 +273,7 @@ async def _run_step(config: LoopConfig, state: LoopState, *, emit: Emit) -> Step
         )
     except (StepFailure, UnsupportedCapabilityError) as failure:
         failed = await _failed(config, state, emit, failure, result, retries)
-        return dataclasses.replace(failed, inspection=_inspection(config, result, started))
+        return dataclasses.replace(failed, inspection=step_inspection(config, result, started))
     executed: list[tuple[ToolResultRecord, Any]] = []
     if result.finish_reason in _EXECUTABLE_FINISH and result.stream_error is None and tools.to_execute:
         executed = await execute_tools(
@@ -310,32 +310,7 @@ async def _run_step(config: LoopConfig, state: LoopState, *, emit: Emit) -> Step
     )
     await notify(config.callbacks.on_step_end, StepEndEvent(state.run_id, record))
     outcome = await _next(config, state, result, record)
-    return dataclasses.replace(outcome, inspection=_inspection(config, result, started))
-
-
-def _inspection(config: LoopConfig, result: ModelCallResult, started: int) -> dict[str, Any] | None:
-    """What the inspector shows of a step that the state does not keep (with `LoopConfig.inspect`)."""
-    if not config.inspect:
-        return None
-    response = response_view(
-        texts=[v[0] for k, v in result.content if k == "text"],
-        reasoning=[v[0] for k, v in result.content if k == "reasoning"],
-        tool_calls=[
-            {"toolCallId": c.tool_call_id, "toolName": c.tool_name, "input": c.input, "invalid": bool(c.invalid)}
-            for c in result.tool_calls
-        ],
-        finish_reason=result.finish_reason,
-        usage=result.usage.to_metadata() or {},
-        response_id=result.response_id,
-        model_id=result.model_id,
-    )
-    return {
-        "request": result.request,
-        "response": response,
-        "attempts": result.attempts,
-        "startedAt": started,
-        "endedAt": config.clock(),
-    }
+    return dataclasses.replace(outcome, inspection=step_inspection(config, result, started))
 
 
 def _usage(result: ModelCallResult) -> sp.LanguageModelUsage:

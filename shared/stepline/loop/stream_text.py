@@ -242,13 +242,9 @@ class StreamTextResult:
         config = self.config
         model = config.model
         agent = config.agent_name or "agent"
-        attributes = {
-            "gen_ai.operation.name": telemetry.INVOKE_AGENT,
-            "gen_ai.agent.name": agent,
-            "stepline.run_id": self.state.run_id,
-            "gen_ai.provider.name": model.provider,
-            "gen_ai.request.model": model.model_id,
-        }
+        attributes = {"gen_ai.operation.name": telemetry.INVOKE_AGENT, "gen_ai.agent.name": agent}
+        attributes |= {"stepline.run_id": self.state.run_id, "gen_ai.provider.name": model.provider}
+        attributes["gen_ai.request.model"] = model.model_id
         try:
             with telemetry.span(config.tracer, f"{telemetry.INVOKE_AGENT} {agent}", attributes) as span:
                 # on_start comes first (the SDK's order), before on_chunk sees the `start` part.

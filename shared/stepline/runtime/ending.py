@@ -35,6 +35,7 @@ from .callbacks import fire
 from .recorder import RunRecorder
 from .services import Services
 from .stream_push import notify
+from .traces import request_span, run_ended
 from .waits import run_state
 
 __all__ = ["abort_run", "fail_run", "finalize_run"]
@@ -87,6 +88,7 @@ def _end(
         except TerminalState:  # ended meanwhile (say, aborted while finishing): the first end stands
             break
         notify(services.stream_push, user_id, run_id, recorder.last_seq + 1)
+        run_ended(services, run.model_copy(update={"status": status, "ended_at": end.now, **fields}))
         _ended(services, run, status, metadata)
         announce_end(services, user_id, run_id)
         return {"userId": user_id, "runId": run_id, "status": status}
@@ -171,13 +173,14 @@ def abort_run(
     The run is marked first (`request_abort`, a write that cannot lose to a streaming step), so its
     step stops within `ABORT_POLL_SECONDS` even when the end below keeps losing to its appends.
     """
-    services.store.request_abort(user_id, run_id, reason=reason)
-    now = services.clock()
-    metadata: dict[str, Any] = {"completedAt": now, "abort": {"reason": reason, "at": now}}
-    chunks = [MessageMetadataChunk(message_metadata=metadata), AbortChunk(reason=reason)]
-    result = _end(services, user_id, run_id, chunks, "aborted", metadata, cancel_reason=reason)
-    # Not ended (the step kept winning): leave the execution running; the marked step stops and
-    # its FinalizeRun ends the run as aborted.
-    if services.orchestrator is not None and stop_execution and result["status"] in TERMINAL["run"]:
-        services.orchestrator.stop_run(user_id, run_id)
+    marked = services.store.request_abort(user_id, run_id, reason=reason)
+    with request_span(services, "stepline.abort_run", marked if stop_execution else None, {"stepline.reason": reason}):
+        now = services.clock()
+        metadata: dict[str, Any] = {"completedAt": now, "abort": {"reason": reason, "at": now}}
+        chunks = [MessageMetadataChunk(message_metadata=metadata), AbortChunk(reason=reason)]
+        result = _end(services, user_id, run_id, chunks, "aborted", metadata, cancel_reason=reason)
+        # Not ended (the step kept winning): leave the execution running; the marked step stops and
+        # its FinalizeRun ends the run as aborted.
+        if services.orchestrator is not None and stop_execution and result["status"] in TERMINAL["run"]:
+            services.orchestrator.stop_run(user_id, run_id)
     return result

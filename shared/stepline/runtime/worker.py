@@ -35,6 +35,7 @@ from ..store.records import (
     StepRecordRow,
     ToolCallRecord,
 )
+from . import inspection
 from . import retries as retry_log
 from .announce import announce_approvals, announce_question
 from .ending import abort_run, fail_run, finalize_run
@@ -63,9 +64,6 @@ _LOG = logging.getLogger("stepline.runtime")
 Next = Literal["continue", "await-approval", "await-client", "finished", "failed", "aborted"]
 _TERMINAL_NEXT: dict[str, Next] = {"completed": "finished", "failed": "failed", "aborted": "aborted"}
 ABORT_POLL_SECONDS = 1.0
-
-
-# -- starting a turn --------------------------------------------------------------------------------
 
 
 # -- one model step ----------------------------------------------------------------------------------
@@ -139,7 +137,7 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
         return _reply(run, "aborted")
     if outcome.kind == "failed":
         return _failed(services, run, outcome, recorder, retry_log.step_retries(attempts))
-    return _persist(services, run, outcome, recorder)
+    return _persist(services, run, outcome, recorder, approvals)
 
 
 def _failed(
@@ -277,11 +275,18 @@ def _tool_rows(run: RunRecord, state: LoopState) -> list[ToolCallRecord]:
     return rows
 
 
-def _persist(services: Services, run: RunRecord, outcome: StepOutcome, recorder: RunRecorder) -> dict[str, Any]:
+def _persist(
+    services: Services, run: RunRecord, outcome: StepOutcome, recorder: RunRecorder, approvals: list[ApprovalRecord]
+) -> dict[str, Any]:
     store, now, state = services.store, services.clock(), outcome.state
     snapshot = recorder.snapshot()
     checkpoint_state = state.model_dump(mode="json", by_alias=True)
     step = state.steps[-1]
+    fields: dict[str, Any] = {"started_at": now, "ended_at": now}
+    if outcome.inspection is not None:
+        previous = [r for r in store.list_steps(run.user_id, run.run_id) if r.step_index < step.step_number]
+        inspected = inspection.step_fields(outcome, previous, inspection.queued_at(run, previous, approvals))
+        fields.update({k: v for k, v in inspected.items() if v is not None})
     row = StepRecordRow(
         user_id=run.user_id,
         run_id=run.run_id,
@@ -291,8 +296,7 @@ def _persist(services: Services, run: RunRecord, outcome: StepOutcome, recorder:
         usage=cast(dict[str, JsonValue], step.usage.to_metadata()),
         response_messages=[m.to_wire() for m in step.response_messages],
         provider_metadata=cast(dict[str, JsonValue] | None, step.provider_metadata),
-        started_at=now,
-        ended_at=now,
+        **fields,
     )
     run_status: Any = "waiting_user" if outcome.kind == "await-client" else None
     try:
@@ -358,9 +362,3 @@ def _finish_approval_request(services: Services, run: RunRecord, state: LoopStat
 
 def _reply(run: RunRecord, next_kind: Next, **extra: Any) -> dict[str, Any]:
     return {"userId": run.user_id, "runId": run.run_id, "next": next_kind, **extra}
-
-
-# -- waiting ------------------------------------------------------------------------------------------------
-
-
-# -- the end of a run ----------------------------------------------------------------------------------

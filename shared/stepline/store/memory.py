@@ -207,6 +207,10 @@ class MemoryStore(TransactionalStore):
         self.get_run(user_id, run_id)
         return sorted(self._read(("tool", user_id, run_id)), key=lambda c: (c.step_index, c.tool_call_id))
 
+    def list_steps(self, user_id: str, run_id: str) -> list[StepRecordRow]:
+        self.get_run(user_id, run_id)
+        return sorted(self._read(("step", user_id, run_id)), key=lambda s: s.step_index)
+
     # -- events -------------------------------------------------------------------------------------
 
     def events_after(

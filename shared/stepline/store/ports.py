@@ -74,6 +74,8 @@ class TurnStart:
     assistant_metadata: dict[str, JsonValue] | None = None
     supersede_seqs: tuple[int, ...] = ()
     """Messages this turn replaces (a regenerated answer): marked `superseded_by` the new run."""
+    trace: str | None = None
+    """The run's trace context (a W3C `traceparent`), stored on the run (`RunRecord.trace`)."""
     now: int
 
 
@@ -297,6 +299,10 @@ class Store(Protocol):
         ...
 
     def list_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]: ...
+
+    def list_steps(self, user_id: str, run_id: str) -> list[StepRecordRow]:
+        """The run's step records in step order (`NotFound` when the run is not this user's)."""
+        ...
 
     def start_tool_call(
         self, user_id: str, run_id: str, tool_call_id: str, *, claim_token: str, now: int

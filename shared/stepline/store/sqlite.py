@@ -37,6 +37,7 @@ from .records import (
     EventRecord,
     MessageRecord,
     RunRecord,
+    StepRecordRow,
     ToolCallRecord,
 )
 from .redacting_unit import RedactingUnit
@@ -229,6 +230,10 @@ class SqliteStore(TransactionalStore):
     def list_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
         self.get_run(user_id, run_id)
         return sorted(self._read().run_tool_calls(user_id, run_id), key=lambda c: (c.step_index, c.tool_call_id))
+
+    def list_steps(self, user_id: str, run_id: str) -> list[StepRecordRow]:
+        self.get_run(user_id, run_id)
+        return sorted(self._read().run_steps(user_id, run_id), key=lambda s: s.step_index)
 
     # -- events -------------------------------------------------------------------------------------
 

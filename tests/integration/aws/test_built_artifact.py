@@ -5,7 +5,8 @@ pins conflict with the project's boto3) builds the template as a team would, wit
 architecture instead of arm64 so that compiled wheels (pydantic-core, jiter) import on this
 machine; the requirements, the layout and the handlers are the deployed ones. Then one
 `python3.13 -I -S` process (no site-packages) sees only `.aws-sam/build` and a runtime folder
-(`.lambda-runtime`: boto3 as Lambda's runtime has it, Powertools as its public layer, and moto),
+(`.lambda-runtime`: boto3 as Lambda's runtime has it, and moto; Powertools and OpenTelemetry come
+with the shared layer),
 and invokes the API function with API Gateway proxy events (health, a chat) and the workers with
 state-machine task inputs (tests/integration/aws/built_artifact_driver.py).
 
