@@ -22,6 +22,7 @@ import { PreviewLink } from './FilePreview';
 import { Icon, Spinner } from './Icon';
 import { Markdown } from './Markdown';
 import { ProcessPartFallback, renderTraceParts, type PartContext } from './Parts';
+import { InspectButton } from './RunInspector';
 
 /** Elapsed time from metadata.startedAt; ticks each second only while active, frozen otherwise. */
 function useElapsed(startedAt: number | undefined, endedAt: number | undefined, active: boolean): number | undefined {
@@ -255,6 +256,11 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
               Retry
             </button>
           )}
+        </div>
+      )}
+      {!live && metadata.runId && (
+        <div className="message-actions">
+          <InspectButton runId={metadata.runId} />
         </div>
       )}
       {facts.state !== 'error' && canRegenerate && (
