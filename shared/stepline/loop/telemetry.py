@@ -71,6 +71,14 @@ class Span:
         """Whether there is a span behind this handle (a tracer was set)."""
         return self._span is not None
 
+    @property
+    def traceparent(self) -> str | None:
+        """This span's W3C `traceparent` (None without a span), for a later span to link to."""
+        if self._span is None:
+            return None
+        context = self._span.get_span_context()
+        return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
     def set(self, key: str, value: AttributeValue | None) -> None:
         """Set one attribute; None (unknown) is left out."""
         if self._span is not None and value is not None:

@@ -174,6 +174,7 @@ def decide(
             reason=reason,
             now=services.clock(),
             decided_by=decided_by or user_id,
+            trace=span.traceparent,
         )
         approval = store.settle_approval(user_id, approval_id, now=services.clock())
         run_still_waiting = still_requested(

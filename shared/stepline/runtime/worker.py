@@ -86,6 +86,8 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
     if not _approvals_recorded(state, approvals):
         return _finish_approval_request(services, run, state)
     decisions, undecided = _decisions(services, user_id, approvals)
+    if services.telemetry is not None and decisions:  # the requests that decided what this step resumes with
+        services.telemetry.link_current([a.decision_trace for a in approvals], "decided")
     outputs, unanswered = client_outputs(services, user_id, run_id, state)
     if undecided or unanswered:
         return _reply(run, "await-approval" if undecided else "await-client")

@@ -242,8 +242,11 @@ class Store(Protocol):
         reason: str | None,
         now: int,
         decided_by: str | None = None,
+        trace: str | None = None,
     ) -> DecisionResult:
         """Compare-and-set `requested → processing` with the decision (and who made it).
+
+        `trace` is the deciding request's span (a `traceparent`), which the step it resumes links to.
 
         The same decision again returns the stored approval (`first=False`); a different one
         raises `DecisionConflict`; an expired approval raises `Gone`.

@@ -250,6 +250,8 @@ class ApprovalRecord(_Record):
     decided_at: int | None = None
     decided_by: str | None = None
     """Who decided: the deciding user's id, or `link` for a signed approval link."""
+    decision_trace: str | None = None
+    """Stepline extension: the deciding request's span (a `traceparent`); the resumed step links to it."""
     expires_at: int | None = None
     checkpoint_seq: int = 0
 

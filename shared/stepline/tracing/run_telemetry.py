@@ -34,6 +34,8 @@ __all__ = ["PresetIds", "RunTelemetry"]
 
 _PRESET: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar("stepline_preset_ids", default=None)
 _SCOPE: Final = "stepline"
+FLUSH_TIMEOUT_MS: Final = 4000
+"""The most an invocation waits for its spans to be exported (the exporter gives up after 3 s)."""
 
 
 class PresetIds(RandomIdGenerator):
@@ -96,6 +98,14 @@ class RunTelemetry:
         """A link to another span of the run (say, the request that decided what a step resumes with)."""
         run_trace = RunTrace.parse(traceparent)
         return Link(_span_context(run_trace), {"stepline.link": reason}) if run_trace is not None else None
+
+    def link_current(self, traceparents: Sequence[str | None], reason: str) -> None:
+        """Link the span being run to earlier spans of the run (the decisions a resumed step applies)."""
+        current = trace.get_current_span()
+        for traceparent in traceparents:
+            run_trace = RunTrace.parse(traceparent)
+            if run_trace is not None and current.is_recording():
+                current.add_link(_span_context(run_trace), {"stepline.link": reason})
 
     @contextlib.contextmanager
     def invocation(
@@ -203,9 +213,9 @@ class RunTelemetry:
 
     def flush(self) -> None:
         """Export what is buffered now (a Lambda environment may be frozen right after it returns)."""
-        self.provider.force_flush()
+        self.provider.force_flush(timeout_millis=FLUSH_TIMEOUT_MS)
         if self.meter_provider is not None:
-            self.meter_provider.force_flush()
+            self.meter_provider.force_flush(timeout_millis=FLUSH_TIMEOUT_MS)
         for extra in self._extra_flush:
             extra()
 

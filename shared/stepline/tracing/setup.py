@@ -5,8 +5,8 @@
                               signed with the function's role (SigV4, `stepline.aws.otlp_sigv4`)
     STEPLINE_TRACING=otlp     OTLP/HTTP to the endpoint the standard variables name
                               (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`,
-                              `OTEL_EXPORTER_OTLP_HEADERS`, …): a collector, Jaeger, Honeycomb, Grafana…;
-                              the GenAI metrics go to the same endpoint
+                              `OTEL_EXPORTER_OTLP_HEADERS`, `…_TIMEOUT`, read from the mapping given):
+                              a collector, Jaeger, Honeycomb, Grafana…; the GenAI metrics go there too
 
 Content capture follows the GenAI instrumentations' variable,
 `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` (`true`, `span_only` or `span_and_event`
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
+from urllib.parse import unquote
 
 if TYPE_CHECKING:
     from .run_telemetry import RunTelemetry
@@ -29,6 +30,9 @@ __all__ = ["MODES", "TracingMode", "capture_content", "telemetry_from_env", "tra
 
 TracingMode = Literal["off", "xray", "otlp"]
 MODES: Final = ("off", "xray", "otlp")
+EXPORT_TIMEOUT_SECONDS: Final = 3.0
+"""How long one export may take, retries included (a Lambda invocation waits for it before it returns):
+a backend that is down costs an invocation this much at most, and loses that invocation's spans."""
 _CAPTURE: Final = frozenset({"true", "1", "span_only", "span_and_event"})
 
 
@@ -65,7 +69,7 @@ def telemetry_from_env(
     resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or service})
     provider = TracerProvider(resource=resource, id_generator=PresetIds())
     provider.add_span_processor(BatchSpanProcessor(_span_exporter(mode, env, region)))
-    meter_provider: Any = _meter_provider(resource) if mode == "otlp" else None
+    meter_provider: Any = _meter_provider(resource, env) if mode == "otlp" else None
     return RunTelemetry(
         provider,
         meter_provider=meter_provider,
@@ -74,24 +78,45 @@ def telemetry_from_env(
     )
 
 
+def _otlp_target(env: Mapping[str, str], signal: str) -> tuple[str, dict[str, str], float]:
+    """(endpoint URL, headers, timeout in seconds) of one signal from the standard OTLP variables."""
+    specific = env.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT")
+    base = (env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318").rstrip("/")
+    raw = env.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
+    headers: dict[str, str] = {}
+    for item in raw.split(","):
+        key, sep, value = item.partition("=")
+        if sep and key.strip():
+            headers[unquote(key.strip()).lower()] = unquote(value.strip())
+    timeout = env.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_TIMEOUT") or env.get("OTEL_EXPORTER_OTLP_TIMEOUT")
+    seconds = float(timeout) / 1000 if timeout else EXPORT_TIMEOUT_SECONDS
+    return specific or f"{base}/v1/{signal}", headers, seconds
+
+
 def _span_exporter(mode: TracingMode, env: Mapping[str, str], region: str | None) -> Any:
     from opentelemetry.exporter.otlp.proto.http import Compression
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     if mode == "otlp":
-        return OTLPSpanExporter()
+        endpoint, headers, timeout = _otlp_target(env, "traces")
+        return OTLPSpanExporter(endpoint=endpoint, headers=headers, timeout=timeout)
     from ..aws.otlp_sigv4 import signed_session, xray_traces_endpoint
 
     where = region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
     return OTLPSpanExporter(
-        endpoint=xray_traces_endpoint(where), session=signed_session("xray", where), compression=Compression.Gzip
+        endpoint=xray_traces_endpoint(where),
+        session=signed_session("xray", where),
+        compression=Compression.Gzip,
+        timeout=EXPORT_TIMEOUT_SECONDS,
     )
 
 
-def _meter_provider(resource: Any) -> Any:
+def _meter_provider(resource: Any, env: Mapping[str, str]) -> Any:
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
-    reader = PeriodicExportingMetricReader(OTLPMetricExporter(), export_interval_millis=60_000)
+    endpoint, headers, timeout = _otlp_target(env, "metrics")
+    exporter = OTLPMetricExporter(endpoint=endpoint, headers=headers, timeout=timeout)
+    reader = PeriodicExportingMetricReader(exporter, export_interval_millis=60_000)
     return MeterProvider(resource=resource, metric_readers=[reader])

@@ -130,6 +130,11 @@ def test_one_trace_across_every_invocation_and_the_decision_a_day_later() -> Non
     assert all(r.parent is not None and r.parent.span_id == root.context.span_id for r in requests.values())  # type: ignore[union-attr]
     decision = dict(requests["stepline.decide_approval"].attributes or {})
     assert (decision["stepline.approval.decision"], decision["stepline.resumed"]) == ("approved", True)
+    # The step the decision resumed (in another process, a day later) links to the request that decided.
+    resumed = invocations[3]
+    assert [link.context.span_id for link in resumed.links] == [requests["stepline.decide_approval"].context.span_id]  # type: ignore[union-attr]
+    assert dict(resumed.links[0].attributes or {}) == {"stepline.link": "decided"}
+    assert all(not s.links for s in invocations if s is not resumed)
     # Inside each model step: the step, its model call, and the tools it ran.
     chats = [s for s in finished if s.name == "chat script"]
     tools = sorted(s.name for s in finished if s.name.startswith("execute_tool"))
