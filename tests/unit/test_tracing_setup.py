@@ -115,3 +115,13 @@ def test_a_run_trace_round_trips_and_a_child_run_joins_its_parent_s_trace() -> N
     assert RunTrace.parse(child.traceparent) == child
     for bad in (None, "", "garbage", "00-" + "0" * 32 + "-00f067aa0ba902b7-01", "01-abc"):
         assert RunTrace.parse(bad) is None
+
+
+def test_a_function_with_an_unknown_tracing_mode_fails_naming_the_variable() -> None:
+    from stepline.aws.wiring import ConfigurationError, Settings
+
+    base = {"STEPLINE_AGENT_TABLE": "agent", "STEPLINE_EVENTS_TABLE": "events", "STEPLINE_BUCKET": "bucket"}
+    assert Settings.from_env(base).tracing == "off"
+    assert Settings.from_env({**base, "STEPLINE_TRACING": "xray"}).tracing == "xray"
+    with pytest.raises(ConfigurationError, match="STEPLINE_TRACING"):
+        Settings.from_env({**base, "STEPLINE_TRACING": "jaeger"})
