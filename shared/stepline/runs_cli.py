@@ -62,22 +62,22 @@ def _list(args: argparse.Namespace, out: TextIO) -> None:
     store = _store(args.data)
     try:
         runs = store.all_runs()[: max(args.limit, 0)]
+        rows: list[dict[str, Any]] = [
+            {
+                "runId": r.run_id,
+                "userId": r.user_id,
+                "conversationId": r.conversation_id,
+                "agent": r.agent,
+                "model": f"{r.provider}:{r.model}",
+                "status": r.status,
+                "steps": len(store.list_steps(r.user_id, r.run_id)),
+                "startedAt": r.started_at,
+                "endedAt": r.ended_at,
+            }
+            for r in runs
+        ]
     finally:
         store.close()
-    rows: list[dict[str, Any]] = [
-        {
-            "runId": r.run_id,
-            "userId": r.user_id,
-            "conversationId": r.conversation_id,
-            "agent": r.agent,
-            "model": f"{r.provider}:{r.model}",
-            "status": r.status,
-            "steps": r.active_step_index,
-            "startedAt": r.started_at,
-            "endedAt": r.ended_at,
-        }
-        for r in runs
-    ]
     if args.json:
         out.write(dumps(rows) + "\n")
         return

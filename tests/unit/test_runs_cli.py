@@ -65,7 +65,7 @@ def test_runs_list_shows_the_run_from_the_folder(folder: tuple[Path, str]) -> No
     assert "completed" in line and "scripted:script" in line and USER in line
     status, out = _run(["runs", "list", "--data", str(data), "--json"])
     (row,) = json.loads(out)
-    assert (row["runId"], row["status"], row["userId"]) == (run_id, "completed", USER)
+    assert (row["runId"], row["status"], row["userId"], row["steps"]) == (run_id, "completed", USER, 2)
 
 
 def test_runs_show_prints_each_step_with_its_request_tools_and_timings(folder: tuple[Path, str]) -> None:

@@ -88,16 +88,16 @@ def _end(
         except TerminalState:  # ended meanwhile (say, aborted while finishing): the first end stands
             break
         notify(services.stream_push, user_id, run_id, recorder.last_seq + 1)
-        run_ended(services, run.model_copy(update={"status": status, "ended_at": end.now, **fields}))
-        _ended(services, run, status, metadata)
+        _ended(services, run.model_copy(update={"status": status, "ended_at": end.now, **fields}), metadata)
         announce_end(services, user_id, run_id)
         return {"userId": user_id, "runId": run_id, "status": status}
     announce_end(services, user_id, run_id)  # another end won meanwhile; announced once all the same
     return {"userId": user_id, "runId": run_id, "status": store.get_run(user_id, run_id).status}
 
 
-def _ended(services: Services, run: RunRecord, status: str, metadata: dict[str, Any]) -> None:
-    """The agent's run-level callback of the end this call made (once per run)."""
+def _ended(services: Services, run: RunRecord, metadata: dict[str, Any]) -> None:
+    """The run's root span and the agent's run-level callback, of the end this call made (once per run)."""
+    status = run.status
     agent = services.agent_of_run(run.agent)
     checkpoint = services.store.latest_checkpoint(run.user_id, run.run_id)
     if checkpoint is None:  # a run closed before its first checkpoint (by the reconciler): nothing ran
@@ -106,6 +106,7 @@ def _ended(services: Services, run: RunRecord, status: str, metadata: dict[str, 
         )
     else:
         state = LoopState.model_validate(checkpoint.state)
+    run_ended(services, run, step_count=len(state.steps))
     if status == "completed":
         outcome = state.steps[-1] if state.steps else None
         event: object = EndEvent(

@@ -108,7 +108,8 @@ def handlers(services: Callable[[], Services]) -> dict[str, Handler]:
 
     functions = (model_step, await_input, expire_input, finalize_run, fail_run)
     return {
-        name: traced_handler(logical_name(name), _guarded(name, function), services)
+        # Traced inside the guard: a failure to build the services is a `StepFailed` like any other.
+        name: _guarded(name, traced_handler(logical_name(name), function, services))
         for name, function in zip(HANDLER_NAMES, functions, strict=True)
     }
 

@@ -69,15 +69,14 @@ def request_span(
     if telemetry is None or run is None:
         yield loop_telemetry.Span(None)
         return
-    try:
-        with telemetry.request(name, run, attributes) as span:
-            yield span
-    finally:
-        if telemetry.flush_each_invocation:
-            telemetry.flush()
+    # Not flushed here: a request's response should not wait for an export (the buffered API
+    # function flushes after its response is built, `aws.api`; the stream function's batch
+    # exporter sends while the stream is open).
+    with telemetry.request(name, run, attributes) as span:
+        yield span
 
 
-def run_ended(services: Services, run: RunRecord) -> None:
+def run_ended(services: Services, run: RunRecord, *, step_count: int) -> None:
     """The run's root span, written by the call that committed its end."""
     if services.telemetry is not None:
-        services.telemetry.run_ended(run)
+        services.telemetry.run_ended(run, step_count=step_count)

@@ -171,7 +171,7 @@ class RunTelemetry:
         if failure is not None:
             raise failure
 
-    def run_ended(self, run: RunRecord) -> None:
+    def run_ended(self, run: RunRecord, *, step_count: int) -> None:
         """Write the run's root span, `invoke_agent {agent}`, from its start to its end (once, at the end)."""
         run_trace = RunTrace.parse(run.trace)
         if run_trace is None or run.ended_at is None:
@@ -194,7 +194,7 @@ class RunTelemetry:
             "stepline.run_id": run.run_id,
             "stepline.outcome": run.status,
             "stepline.finish_reason": run.finish_reason,
-            "stepline.step_count": run.active_step_index,
+            "stepline.step_count": step_count,
         }
         token = _PRESET.set((int(run_trace.trace_id, 16), int(run_trace.span_id, 16)))
         try:

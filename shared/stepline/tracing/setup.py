@@ -30,6 +30,9 @@ __all__ = ["MODES", "TracingMode", "capture_content", "telemetry_from_env", "tra
 
 TracingMode = Literal["off", "xray", "otlp"]
 MODES: Final = ("off", "xray", "otlp")
+SCHEDULE_DELAY_MS: Final = 1000
+"""How long spans wait in the batch before its thread exports them (`OTEL_BSP_SCHEDULE_DELAY`
+overrides): a stream that stays open a second has sent the spans of the request that started it."""
 EXPORT_TIMEOUT_SECONDS: Final = 3.0
 """How long one export may take, retries included (a Lambda invocation waits for it before it returns):
 a backend that is down costs an invocation this much at most, and loses that invocation's spans."""
@@ -68,7 +71,8 @@ def telemetry_from_env(
 
     resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or service})
     provider = TracerProvider(resource=resource, id_generator=PresetIds())
-    provider.add_span_processor(BatchSpanProcessor(_span_exporter(mode, env, region)))
+    delay = int(env.get("OTEL_BSP_SCHEDULE_DELAY") or SCHEDULE_DELAY_MS)
+    provider.add_span_processor(BatchSpanProcessor(_span_exporter(mode, env, region), schedule_delay_millis=delay))
     meter_provider: Any = _meter_provider(resource, env) if mode == "otlp" else None
     return RunTelemetry(
         provider,

@@ -119,7 +119,9 @@ def test_one_trace_across_every_invocation_and_the_decision_a_day_later() -> Non
     # The root spans the run as its clock saw it: from the start to an end a day later.
     assert root.end_time is not None and root.start_time is not None
     assert root.end_time - root.start_time >= DAY_MS * 1_000_000
-    assert dict(root.attributes or {})["stepline.outcome"] == "completed"
+    root_attributes = dict(root.attributes or {})
+    assert (root_attributes["stepline.outcome"], root_attributes["stepline.step_count"]) == ("completed", 3)
+    assert root_attributes["gen_ai.usage.input_tokens"] == 15  # the run's totals: 5 per step
     # Every invocation the state machine made, in order, each a child of the root (a remote parent).
     invocations = sorted((s for s in finished if s.kind == SpanKind.SERVER), key=lambda s: s.start_time or 0)
     assert [s.name for s in invocations] == FUNCTIONS
