@@ -6,8 +6,8 @@ adds the previous answer and its tool results, so storing every request whole wo
 records with the square of its steps: a step stores its messages as
 `{"sameAs": n, "count": k, "plus": [...]}` — the first k messages of step n's request, then the
 new ones — whenever they begin with step n's (a `prepare_step` that rewrote the history stores
-them whole). The instructions and tool definitions are stored with every step: they can change
-between steps, and they are what one looks for. A step record over the store's offload threshold
+them whole), and its instructions and tool definitions as `{"sameAs": n}` when they are step n's
+(they change between steps only through `prepare_step`). A step record over the store's offload threshold
 goes to the blob store like any other record (`store.payloads`), so DynamoDB items stay small.
 
 **Read** by `run_view` for the API (`GET /api/runs/{id}/steps`) and the CLI (`stepline runs
@@ -30,7 +30,7 @@ from ..store.errors import NotFound
 from ..store.ports import Store
 from ..store.records import ApprovalRecord, RunRecord, StepRecordRow, ToolCallRecord
 
-__all__ = ["queued_at", "resolve_messages", "run_view", "step_fields"]
+__all__ = ["queued_at", "resolve_requests", "run_view", "step_fields"]
 
 
 def queued_at(run: RunRecord, previous: Sequence[StepRecordRow], approvals: Sequence[ApprovalRecord]) -> int:
@@ -40,36 +40,55 @@ def queued_at(run: RunRecord, previous: Sequence[StepRecordRow], approvals: Sequ
     return max([due, *decided])
 
 
-def resolve_messages(rows: Sequence[StepRecordRow]) -> list[list[JsonValue] | None]:
-    """Each row's request messages as sent (None where the step recorded no request)."""
-    resolved: list[list[JsonValue] | None] = []
-    by_step: dict[int, list[JsonValue]] = {}
+_REPEATED = ("instructions", "tools")
+"""Request fields a step stores as `{"sameAs": n}` when they are what step n sent."""
+
+
+def resolve_requests(rows: Sequence[StepRecordRow]) -> list[dict[str, JsonValue] | None]:
+    """Each row's request as sent, references to earlier steps resolved (None: nothing recorded)."""
+    resolved: list[dict[str, JsonValue] | None] = []
+    by_step: dict[int, dict[str, JsonValue]] = {}
     for row in rows:
-        messages = _messages_of(row, by_step)
-        if messages is not None:
-            by_step[row.step_index] = messages
-        resolved.append(messages)
+        request = _resolved(row, by_step)
+        if request is not None:
+            by_step[row.step_index] = request
+        resolved.append(request)
     return resolved
 
 
-def _messages_of(row: StepRecordRow, by_step: Mapping[int, list[JsonValue]]) -> list[JsonValue] | None:
-    stored = (row.request or {}).get("messages")
-    if isinstance(stored, list):
-        return cast(list[JsonValue], stored)
-    if isinstance(stored, dict):
-        base = by_step.get(int(cast(int, stored.get("sameAs", -1))), [])
-        count = int(cast(int, stored.get("count", 0)))
-        return [*base[:count], *cast(list[JsonValue], stored.get("plus") or [])]
-    return None
+def _resolved(row: StepRecordRow, by_step: Mapping[int, dict[str, JsonValue]]) -> dict[str, JsonValue] | None:
+    if row.request is None:
+        return None
+    request = dict(row.request)
+    messages = request.get("messages")
+    if isinstance(messages, dict):
+        base = by_step.get(int(cast(int, messages.get("sameAs", -1))), {}).get("messages")
+        earlier = cast(list[JsonValue], base) if isinstance(base, list) else []
+        count = int(cast(int, messages.get("count", 0)))
+        request["messages"] = [*earlier[:count], *cast(list[JsonValue], messages.get("plus") or [])]
+    for key in _REPEATED:
+        value = request.get(key)
+        if isinstance(value, dict) and set(value) == {"sameAs"}:
+            request[key] = by_step.get(int(cast(int, value["sameAs"])), {}).get(key)
+    return request
 
 
-def _encoded(messages: list[JsonValue], previous: Sequence[StepRecordRow]) -> JsonValue:
+def _encoded(request: dict[str, JsonValue], previous: Sequence[StepRecordRow]) -> dict[str, JsonValue]:
+    """`request` with what the previous step sent too stored as references to it."""
     if not previous:
-        return messages
-    earlier = resolve_messages(previous)[-1]
-    if earlier is None or messages[: len(earlier)] != earlier:
-        return messages
-    return {"sameAs": previous[-1].step_index, "count": len(earlier), "plus": messages[len(earlier) :]}
+        return request
+    earlier = resolve_requests(previous)[-1]
+    if earlier is None:
+        return request
+    index = previous[-1].step_index
+    encoded = dict(request)
+    messages, sent = request.get("messages"), earlier.get("messages")
+    if isinstance(messages, list) and isinstance(sent, list) and messages[: len(sent)] == sent:
+        encoded["messages"] = {"sameAs": index, "count": len(sent), "plus": messages[len(sent) :]}
+    for key in _REPEATED:
+        if key in request and key in earlier and request[key] == earlier[key]:
+            encoded[key] = {"sameAs": index}
+    return encoded
 
 
 def step_fields(outcome: StepOutcome, previous: Sequence[StepRecordRow], queued: int) -> dict[str, Any]:
@@ -77,11 +96,9 @@ def step_fields(outcome: StepOutcome, previous: Sequence[StepRecordRow], queued:
     inspection = outcome.inspection
     if inspection is None:
         return {}
-    request = dict(cast(dict[str, JsonValue], inspection.get("request") or {})) or None
-    if request is not None and isinstance(request.get("messages"), list):
-        request["messages"] = _encoded(cast(list[JsonValue], request["messages"]), previous)
+    request = cast(dict[str, JsonValue] | None, inspection.get("request")) or None
     return {
-        "request": request,
+        "request": _encoded(request, previous) if request is not None else None,
         "response": inspection.get("response"),
         "attempts": inspection.get("attempts") or [],
         "started_at": inspection.get("startedAt"),
@@ -94,13 +111,10 @@ def _ms(later: int | None, earlier: int | None) -> int | None:
     return later - earlier if later is not None and earlier is not None else None
 
 
-def _step_view(row: StepRecordRow, messages: list[JsonValue] | None) -> dict[str, Any]:
+def _step_view(row: StepRecordRow, request: dict[str, JsonValue] | None) -> dict[str, Any]:
     attempts = row.attempts
     last = attempts[-1] if attempts else {}
     first_output = cast(int | None, last.get("firstOutputAt"))
-    request = dict(row.request) if row.request is not None else None
-    if request is not None:
-        request["messages"] = messages
     return {
         "stepNumber": row.step_index,
         "status": row.status,
@@ -170,7 +184,7 @@ def run_view(store: Store, user_id: str, run_id: str) -> dict[str, Any]:
     run = store.get_run(user_id, run_id)
     approvals = _approvals(store, run)
     rows = store.list_steps(user_id, run_id)
-    steps = [_step_view(row, messages) for row, messages in zip(rows, resolve_messages(rows), strict=True)]
+    steps = [_step_view(row, request) for row, request in zip(rows, resolve_requests(rows), strict=True)]
     by_call = {a.tool_call_id: a for a in approvals}
     by_step = {step["stepNumber"]: step for step in steps}
     for call in store.list_tool_calls(user_id, run_id):

@@ -203,8 +203,8 @@ class StepRecordRow(_Record):
     request: dict[str, JsonValue] | None = None
     """Stepline extension, for the run inspector: the model request as sent (instructions,
     messages, tools with their schemas, settings, provider options), masked and sized
-    (`loop.request_view`); the messages may be `{"sameAs": n, "plus": [...]}`, step n's plus
-    the steps' answers since (`runtime.inspection`). None when the deployment records none."""
+    (`loop.request_view`); what step n sent too is stored as a reference to it (`{"sameAs": n,
+    ...}`, `runtime.inspection`). None when the deployment records none."""
     response: dict[str, JsonValue] | None = None
     """The answer summarised: text, reasoning, tool calls, finish reason, tokens (masked)."""
     attempts: list[dict[str, JsonValue]] = Field(default_factory=list[dict[str, JsonValue]])
