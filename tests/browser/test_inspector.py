@@ -52,3 +52,14 @@ def test_inspect_shows_each_step_as_sent_with_the_tool_schema_tokens_and_timings
     inspector.get_by_role("button", name="Close").click()
     expect(inspector).to_have_count(0)
     assert_clean_console(ui)
+
+
+def test_a_failed_run_can_be_inspected_too(ui: Ui) -> None:
+    ui.open()
+    ui.send("fail please")
+    assert_settled(ui, "error")
+    last_assistant(ui).get_by_test_id("inspect").click()
+    summary = ui.page.get_by_test_id("inspect-summary")
+    expect(summary).to_contain_text("failed")
+    expect(summary).to_contain_text("0 steps")  # the step failed for good: the run's error says why
+    assert_clean_console(ui)

@@ -258,7 +258,7 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
           )}
         </div>
       )}
-      {!live && metadata.runId && (
+      {!live && metadata.runId && !(facts.state !== 'error' && canRegenerate) && (
         <div className="message-actions">
           <InspectButton runId={metadata.runId} />
         </div>
@@ -268,6 +268,7 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
           <button type="button" className="link" onClick={onRegenerate} data-testid="regenerate">
             <Icon name="refresh" /> Regenerate
           </button>
+          {!live && metadata.runId && <InspectButton runId={metadata.runId} />}
           {metadata.usage?.totalTokens !== undefined && (
             <span className="muted">{metadata.usage.totalTokens} tokens</span>
           )}
