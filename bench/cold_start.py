@@ -13,7 +13,10 @@ is the one template.yaml sets (tables, bucket, state machine, model `--model`, a
 provider's variable, no SSM parameter: nothing here touches the network). The reference, in the
 same run: a fresh process that imports boto3 and nothing else, and one that does nothing. Also
 printed: modules loaded, and which of the heavy optional packages (the two provider SDKs, the
-X-Ray SDK, FastAPI, moto, httpx, websockets) ended up imported.
+X-Ray SDK, OpenTelemetry's SDK and OTLP exporter with protobuf and requests, FastAPI, moto, httpx,
+websockets) ended up imported. The environment has tracing off (`STEPLINE_TRACING` unset, as a
+stack deployed with `Tracing=off`); `--tracing xray` adds the same rows with traces to X-Ray (the
+template's default), where each function builds its tracer and OTLP exporter at init.
 
 `model_step (SnapStart)` models a restore: the process imports the function and runs its
 before-snapshot hook (`STEPLINE_SNAPSTART=1`: what the snapshot would hold, not timed), then
@@ -33,7 +36,19 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("openai", "anthropic", "aws_xray_sdk", "fastapi", "moto", "httpx", "websockets")
+HEAVY = (
+    "openai",
+    "anthropic",
+    "aws_xray_sdk",
+    "opentelemetry.sdk.trace",
+    "opentelemetry.exporter.otlp.proto.http",
+    "google.protobuf",
+    "requests",
+    "fastapi",
+    "moto",
+    "httpx",
+    "websockets",
+)
 
 PROBE = r"""
 import json, runpy, sys, time
@@ -101,6 +116,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--model", default="openai:gpt-5.1")
     parser.add_argument("--also", metavar="DIR", help="also measure another checkout's shared/ (before a change)")
+    parser.add_argument("--tracing", choices=["off", "xray", "otlp"], default="off", help="also rows with this mode")
     args = parser.parse_args()
     env = {
         **os.environ,
@@ -124,6 +140,13 @@ def main() -> None:
     print(f"{'function':<24} {'import':>7} {'init':>7} {'total':>7} {'modules':>8}  heavy packages imported")
     also = {**env, "PYTHONPATH": str(Path(args.also).resolve() / "shared")} if args.also else None
     rows = [(label, target, env) for label, target in targets.items()]
+    if args.tracing != "off":
+        traced = {**env, "STEPLINE_TRACING": args.tracing, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
+        rows += [
+            (f"{label} ({args.tracing})", target, traced)
+            for label, target in targets.items()
+            if target.endswith(".py") and not target.startswith("snapstart:")
+        ]
     if also is not None:
         rows += [
             (f"{label} (--also)", target, also)

@@ -11,6 +11,8 @@
     stepline dev [--host H] [--port P] [--data DIR | --memory | --aws]
         The API and the durable runtime on this machine (see `stepline.local.dev`); its state is
         kept in DIR (default .stepline/), or in memory only with --memory.
+    stepline runs list [--data DIR] | stepline runs show RUN_ID [--data DIR | --url URL --token T] [--json]
+        The run inspector in the terminal (see `runs_cli`).
     stepline init DIR [--force] [--template-only] [--stepline PATH]
         A project of your own: an agent, its tests, its template (see `stepline.project.scaffold`).
 
@@ -37,6 +39,7 @@ from .protocol.parts import UIMessage
 from .protocol.reducer import reduce_ui_message_stream
 from .protocol.sse import decode_ui_message_stream
 from .run_cli import add_run_parser
+from .runs_cli import add_runs_parser
 
 __all__ = ["main"]
 
@@ -132,6 +135,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     convert.set_defaults(handler=_convert)
     add_run_parser(commands)
+    add_runs_parser(commands)
     add_init_parser(commands)
     dev = commands.add_parser("dev", help="serve Stepline locally on embedded backends (moto)")
     dev.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")

@@ -75,6 +75,7 @@ def requests(ids: dict[str, str]) -> list[tuple[str, str, dict[str, Any]]]:
         ("GET", f"/api/chat/{ids['chat']}/stream", {"headers": {"last-event-id": "1"}}),
         ("POST", "/api/chat", {"json": continuation}),
         ("POST", f"/api/approvals/{ids['approval']}", {"json": {"approved": False}}),
+        ("GET", f"/api/runs/{ids['run']}/steps", {}),
         ("POST", f"/api/runs/{ids['run']}/abort", {}),
         ("GET", f"/api/artifacts/{ids['artifact']}", {"follow_redirects": False}),
     ]

@@ -92,3 +92,32 @@ def test_a_step_with_output_reports_its_time_to_first_token(capsys: pytest.Captu
     assert directive["Metrics"] == [{"Name": "TimeToFirstToken", "Unit": "Milliseconds"}]
     assert directive["Dimensions"] == [["service"]] and ttft["service"] == "stepline-observed-ttft"
     assert ttft["TimeToFirstToken"] == [420.0]
+
+
+def test_log_lines_carry_the_trace_and_span_of_the_invocation(capsys: pytest.CaptureFixture[str]) -> None:
+    import logging
+
+    from stepline.tracing.log_context import bind_trace
+
+    trace_id, span_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+
+    def model_step(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        with bind_trace(trace_id, span_id, "run-9"):  # what the traced handler does around the worker
+            logging.getLogger("stepline-observed-trace").warning("inside the span")
+        return {"next": "continue"}
+
+    handler = instrument("stepline-observed-trace", model_step)
+    handler({"userId": "alice", "runId": "run-9"}, Context(function_name="stepline-observed-trace"))
+    records = _lines(capsys.readouterr().out)
+    inside = next(r for r in records if r.get("message") == "inside the span")
+    done = next(r for r in records if r.get("message") == "worker done")
+    for line in (inside, done):
+        assert (line["trace_id"], line["span_id"], line["run_id"]) == (trace_id, span_id, "run-9")
+
+    def untraced(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return {"next": "continue"}
+
+    # An invocation outside any span (tracing off) logs no ids, and none of an earlier invocation's.
+    instrument("stepline-observed-trace", untraced)({"userId": "alice", "runId": "run-10"}, Context())
+    later = next(r for r in _lines(capsys.readouterr().out) if r.get("message") == "worker done")
+    assert later["run_id"] == "run-10" and "trace_id" not in later

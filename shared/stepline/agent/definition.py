@@ -86,7 +86,10 @@ class Agent(BaseModel):
             tool's own `@tool(approval=...)` applies where this names nothing for it.
         history_budget_chars: How much of the conversation the next turn sends again (newest first).
         reasoning_history: What happens to earlier reasoning parts on the next turn.
-        tracer: An OpenTelemetry tracer: spans per step, model call and tool.
+        tracer: An OpenTelemetry tracer: spans per step, model call and tool (on the durable path
+            the runtime's tracer is used when this is None).
+        meter: An OpenTelemetry meter: the GenAI client metrics (token usage, call duration).
+        trace_content: Spans carry the prompt, the answer and tool arguments and results (masked).
 
     The other fields are the `stream_text` settings of the same names (`tool_choice`,
     `active_tools`, `tool_order`, `stop_when`, `prepare_step`, `repair_tool_call`, the sampling
@@ -140,6 +143,8 @@ class Agent(BaseModel):
     on_error: Callback | None = None
     on_abort: Callback | None = None
     tracer: Any = None
+    meter: Any = None
+    trace_content: bool = False
 
     _fingerprint: str | None = PrivateAttr(default=None)
 
@@ -294,6 +299,9 @@ class Agent(BaseModel):
             "include": self.include,
             "callbacks": self.callbacks(),
             "tracer": self.tracer,
+            "meter": self.meter,
+            "trace_content": self.trace_content,
+            "agent_name": self.name,
             **host,
         }
         return options

@@ -37,7 +37,22 @@ def api_app(options: ApiOptions | None = None) -> FastAPI:
 
 
 def buffered_handler(app: FastAPI) -> Any:
-    """The Lambda handler of the buffered routes (API Gateway REST proxy events)."""
+    """The Lambda handler of the buffered routes (API Gateway REST proxy events).
+
+    With tracing on, the spans of the request are exported once its response is built, before
+    the function returns (Lambda freezes the environment right after).
+    """
     from mangum import Mangum
 
-    return Mangum(app, lifespan="off")
+    mangum = Mangum(app, lifespan="off")
+    telemetry = app.state.services.telemetry
+    if telemetry is None:
+        return mangum
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        try:
+            return mangum(event, context)
+        finally:
+            telemetry.flush()
+
+    return handler

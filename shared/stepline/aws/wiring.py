@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import boto3
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -32,6 +32,9 @@ from .observability import instrument
 from .s3 import S3BlobStore
 from .secrets import approval_links_from_secret
 from .stepfunctions import StepFunctionsOrchestrator
+
+if TYPE_CHECKING:
+    from ..tracing.run_telemetry import RunTelemetry
 
 __all__ = [
     "ConfigurationError",
@@ -79,6 +82,10 @@ class Settings(BaseModel):
     events_realtime_domain: str | None = Field(alias="STEPLINE_EVENTS_REALTIME_DOMAIN", default=None)
     """The Event API's real-time domain (`Dns.Realtime`): the streams subscribe there."""
     region: str = Field(alias="AWS_REGION", default="us-east-1")
+    tracing: str = Field(alias="STEPLINE_TRACING", default="off", pattern=r"^(off|xray|otlp)$")
+    """Where the run's trace goes (`stepline.tracing.setup`): off, xray or otlp."""
+    inspect: bool = Field(alias="STEPLINE_INSPECT", default=True)
+    """Step records keep each model request as sent, for the run inspector."""
     snapstart: bool = Field(alias="STEPLINE_SNAPSTART", default=False)
     """The function runs with Lambda SnapStart: prime its imports before the snapshot (`stepline.aws.snapstart`)."""
 
@@ -161,6 +168,8 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
         EventBridgeNotifier(client("events"), bus=settings.event_bus) if settings.event_bus else NoNotifier()
     )
     services = Services(
+        telemetry=_telemetry(settings),
+        inspect=settings.inspect,
         stream_push=_stream_push(settings),
         store=store,
         blobs=blobs,
@@ -176,6 +185,24 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
     for _, agent in agents:  # at cold start: a malformed spec, an unknown provider (and in the model
         services.model_for(agent)  # step a missing key) fails here, named; the SDK loads on first use
     return services
+
+
+def _telemetry(settings: Settings) -> RunTelemetry | None:
+    """This function's tracer (None when `STEPLINE_TRACING` is off: OpenTelemetry is then never imported).
+
+    Every invocation exports before it returns: Lambda freezes the environment right after.
+    """
+    if settings.tracing == "off":
+        return None
+    from ..tracing.setup import telemetry_from_env
+
+    service = os.environ.get("POWERTOOLS_SERVICE_NAME") or "stepline"
+    return telemetry_from_env(
+        {**os.environ, "STEPLINE_TRACING": settings.tracing},
+        service=service,
+        flush_each_invocation=True,
+        region=settings.region,
+    )
 
 
 def _model_specs() -> list[str]:
@@ -253,7 +280,13 @@ def _reconciler(
         state_machine_arn=settings.state_machine_arn,
         approval_timeout_seconds=settings.approval_timeout_seconds,
     )
-    services = Services(store=store, blobs=blobs, model=ScriptedModel.from_script([]), orchestrator=None)
+    services = Services(
+        store=store,
+        blobs=blobs,
+        model=ScriptedModel.from_script([]),
+        orchestrator=None,
+        telemetry=_telemetry(settings),
+    )
     return services, executions
 
 
@@ -267,6 +300,10 @@ def reconciler_handler() -> Handler:
         if not built:  # once per cold start
             built.append(_reconciler(Settings.from_env(os.environ)))
         services, executions = built[0]
-        return handle_event(services, executions, event)
+        try:
+            return handle_event(services, executions, event)
+        finally:  # the root spans of the runs it closed
+            if services.telemetry is not None:
+                services.telemetry.flush()
 
     return instrument("stepline-reconciler", reconcile)

@@ -63,6 +63,7 @@ from ..runtime.approval_links import ApprovalLinks
 from ..runtime.notifications import MemoryNotifier
 from ..runtime.services import Services
 from ..store.event_batcher import DEFAULT_WINDOW
+from ..tracing.setup import telemetry_from_env
 from .backend import Engine, LocalBackend, local_backend
 from .links import LocalLinkBlobStore, mount_links
 from .restart import Sweeper
@@ -181,10 +182,14 @@ def dev_server(
     thread), or moto's interpreter (for a test that reads the execution history).
     """
     agents = dev_agents(config)
+    # STEPLINE_TRACING=otlp (with the standard OTEL_EXPORTER_OTLP_* variables) sends each run's
+    # trace to a local collector or Jaeger; off by default. The inspector needs none of it.
+    telemetry = telemetry_from_env(os.environ, service="stepline-dev")
 
     def make_services(**backend: Any) -> Services:
         return Services(
             agents=agents,
+            telemetry=telemetry,
             default_model=config.model,
             client="stepline-dev",
             # Approval links work locally too, with a key of this process (links end with it).
@@ -216,6 +221,8 @@ def dev_server(
             yield DevServer(app, backend, identity, config)
         finally:
             sweeper.stop()
+            if telemetry is not None:
+                telemetry.shutdown()  # exports what is still batched
 
 
 def _bound_threads(app: Any) -> None:

@@ -177,6 +177,15 @@ class LoopConfig:
     one writing artifacts to S3); None streams results as the provider sent them."""
     tracer: Any = None
     """An OpenTelemetry tracer; spans per run, step, model call and tool when set (off otherwise)."""
+    meter: Any = None
+    """An OpenTelemetry meter; the GenAI client metrics (token usage, operation duration) when set."""
+    trace_content: bool = False
+    """Spans carry the conventions' opt-in content (instructions, messages, tool definitions, tool
+    arguments and results), masked and sized; off by default."""
+    inspect: bool = False
+    """Each step keeps its request as sent and its timings for the run inspector (`StepOutcome.inspection`)."""
+    agent_name: str | None = None
+    """The agent's name, for the `invoke_agent {name}` span."""
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     clock: Callable[[], int] = _now_ms
     new_id: Callable[[str], str] = _new_id

@@ -19,9 +19,9 @@ from ..errors import StepLineError
 from ..protocol import stream_parts as sp
 from ..protocol.model_messages import ModelMessage, ToolContentPart, ToolModelMessage
 from .approval import ApprovalDecision, check_decisions, resolve_approval
+from .call_parts import Emit
 from .config import LoopConfig
 from .messages import StepContent
-from .model_call import Emit
 from .state import LoopState, ToolCallRecord, ToolResultRecord
 from .tool_execution import execute_tools
 

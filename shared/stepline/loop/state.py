@@ -18,7 +18,7 @@ state routes on: `continue`, `await-approval`, `await-client`, `finished`, `fail
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field, JsonValue
 
@@ -176,3 +176,6 @@ class StepOutcome:
     error_text: str | None = None
     error_code: str | None = None
     retryable: bool = False
+    inspection: dict[str, Any] | None = None
+    """With `LoopConfig.inspect`: the step's request as sent, its response summary and its timings
+    (`startedAt`, `endedAt`, `attempts`), for the step's record; never part of the state."""

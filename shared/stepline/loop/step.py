@@ -21,12 +21,14 @@ from ..protocol import stream_parts as sp
 from ..protocol.model_messages import ModelFilePart, ModelMessage, UserModelMessage
 from . import telemetry
 from .approval import resolve_approval, sign_approval
+from .call_parts import Emit, ModelCallResult
 from .callbacks import StepEndEvent, StepStartEvent, notify
 from .config import LoopConfig, PrepareStepResult
 from .messages import StepContent, instruction_messages, prompt_messages
-from .model_call import Emit, ModelCallResult, StepFailure, run_model_call
+from .model_call import StepFailure, run_model_call
 from .retry import failure_text
 from .state import LoopState, PendingApproval, StepOutcome, StepRecord, ToolCallRecord, ToolResultRecord
+from .step_inspection import step_inspection
 from .stop import should_stop
 from .tool_execution import execute_tools
 from .tool_order import ordered_tools
@@ -224,7 +226,11 @@ def _content(
 
 async def run_step(config: LoopConfig, state: LoopState, *, emit: Emit) -> StepOutcome:
     """Run the next step of `state`; never raises for a model or tool failure (the outcome says)."""
-    attributes = {"stepline.run_id": state.run_id, "stepline.step_number": state.step_number}
+    attributes = {
+        "stepline.run_id": state.run_id,
+        "stepline.step_number": state.step_number,
+        "gen_ai.agent.name": config.agent_name,
+    }
     with telemetry.span(config.tracer, telemetry.STEP, attributes) as span:
         outcome = await _run_step(config, state, emit=emit)
         span.update(
@@ -234,10 +240,13 @@ async def run_step(config: LoopConfig, state: LoopState, *, emit: Emit) -> StepO
                 "stepline.error_code": outcome.error_code,
             }
         )
+        if outcome.kind == "failed":
+            span.error(outcome.error_code or "step_failed")
         return outcome
 
 
 async def _run_step(config: LoopConfig, state: LoopState, *, emit: Emit) -> StepOutcome:
+    started = config.clock()
     step_config, model, messages = await _prepare(config, state)
     step_number = state.step_number
     await notify(
@@ -263,7 +272,8 @@ async def _run_step(config: LoopConfig, state: LoopState, *, emit: Emit) -> Step
             result=result,
         )
     except (StepFailure, UnsupportedCapabilityError) as failure:
-        return await _failed(config, state, emit, failure, result, retries)
+        failed = await _failed(config, state, emit, failure, result, retries)
+        return dataclasses.replace(failed, inspection=step_inspection(config, result, started))
     executed: list[tuple[ToolResultRecord, Any]] = []
     if result.finish_reason in _EXECUTABLE_FINISH and result.stream_error is None and tools.to_execute:
         executed = await execute_tools(
@@ -299,7 +309,8 @@ async def _run_step(config: LoopConfig, state: LoopState, *, emit: Emit) -> Step
         }
     )
     await notify(config.callbacks.on_step_end, StepEndEvent(state.run_id, record))
-    return await _next(config, state, result, record)
+    outcome = await _next(config, state, result, record)
+    return dataclasses.replace(outcome, inspection=step_inspection(config, result, started))
 
 
 def _usage(result: ModelCallResult) -> sp.LanguageModelUsage:

@@ -241,13 +241,12 @@ class StreamTextResult:
         pump = asyncio.create_task(self._pump())
         config = self.config
         model = config.model
-        attributes = {
-            "stepline.run_id": self.state.run_id,
-            "gen_ai.provider.name": model.provider,
-            "gen_ai.request.model": model.model_id,
-        }
+        agent = config.agent_name or "agent"
+        attributes = {"gen_ai.operation.name": telemetry.INVOKE_AGENT, "gen_ai.agent.name": agent}
+        attributes |= {"stepline.run_id": self.state.run_id, "gen_ai.provider.name": model.provider}
+        attributes["gen_ai.request.model"] = model.model_id
         try:
-            with telemetry.span(config.tracer, telemetry.RUN, attributes) as span:
+            with telemetry.span(config.tracer, f"{telemetry.INVOKE_AGENT} {agent}", attributes) as span:
                 # on_start comes first (the SDK's order), before on_chunk sees the `start` part.
                 await notify(
                     config.callbacks.on_start,

@@ -16,10 +16,11 @@ from ..protocol import stream_parts as sp
 from ..protocol.model_messages import ToolResultOutput
 from ..protocol.to_chunks import error_message
 from . import telemetry
+from .call_parts import Emit
 from .callbacks import ToolExecutionEndEvent, ToolExecutionStartEvent, notify
 from .config import LoopConfig
 from .messages import model_output
-from .model_call import Emit
+from .request_view import masked
 from .state import ToolCallRecord, ToolResultRecord
 from .tool_calls import NoSuchToolError
 from .tool_guard import GuardDecision, ToolInterruptedError
@@ -58,16 +59,28 @@ async def execute_tools(
 async def _execute(
     config: LoopConfig, call: ToolCallRecord, *, emit: Emit, run_id: str, step_number: int, messages: list[Any]
 ) -> tuple[ToolResultRecord, ToolResultOutput | None]:
+    tool = config.tool(call.tool_name)
     attributes = {
+        "gen_ai.operation.name": telemetry.EXECUTE_TOOL,
         "gen_ai.tool.name": call.tool_name,
         "gen_ai.tool.call.id": call.tool_call_id,
+        "gen_ai.tool.type": "function",
+        "gen_ai.tool.description": tool.description if tool is not None else None,
+        "stepline.run_id": run_id,
         "stepline.step_number": step_number,
     }
-    with telemetry.span(config.tracer, telemetry.TOOL, attributes) as span:
+    with telemetry.span(config.tracer, f"{telemetry.EXECUTE_TOOL} {call.tool_name}", attributes) as span:
+        if config.trace_content and span.live:
+            span.set("gen_ai.tool.call.arguments", telemetry.content(masked(call.input)))
         record, output = await _run_tool(
             config, call, emit=emit, run_id=run_id, step_number=step_number, messages=messages
         )
         span.set("stepline.tool.error", record.error_text is not None)
+        if record.error_text is not None:
+            span.error("tool_error")
+        if config.trace_content and span.live:
+            result = record.output if record.error_text is None else record.error_text
+            span.set("gen_ai.tool.call.result", telemetry.content(masked(result)))
         return record, output
 
 

@@ -35,6 +35,7 @@ from .callbacks import fire
 from .recorder import RunRecorder
 from .services import Services
 from .stream_push import notify
+from .traces import request_span, run_ended
 from .waits import run_state
 
 __all__ = ["abort_run", "fail_run", "finalize_run"]
@@ -87,15 +88,16 @@ def _end(
         except TerminalState:  # ended meanwhile (say, aborted while finishing): the first end stands
             break
         notify(services.stream_push, user_id, run_id, recorder.last_seq + 1)
-        _ended(services, run, status, metadata)
+        _ended(services, run.model_copy(update={"status": status, "ended_at": end.now, **fields}), metadata)
         announce_end(services, user_id, run_id)
         return {"userId": user_id, "runId": run_id, "status": status}
     announce_end(services, user_id, run_id)  # another end won meanwhile; announced once all the same
     return {"userId": user_id, "runId": run_id, "status": store.get_run(user_id, run_id).status}
 
 
-def _ended(services: Services, run: RunRecord, status: str, metadata: dict[str, Any]) -> None:
-    """The agent's run-level callback of the end this call made (once per run)."""
+def _ended(services: Services, run: RunRecord, metadata: dict[str, Any]) -> None:
+    """The run's root span and the agent's run-level callback, of the end this call made (once per run)."""
+    status = run.status
     agent = services.agent_of_run(run.agent)
     checkpoint = services.store.latest_checkpoint(run.user_id, run.run_id)
     if checkpoint is None:  # a run closed before its first checkpoint (by the reconciler): nothing ran
@@ -104,6 +106,7 @@ def _ended(services: Services, run: RunRecord, status: str, metadata: dict[str, 
         )
     else:
         state = LoopState.model_validate(checkpoint.state)
+    run_ended(services, run, step_count=len(state.steps))
     if status == "completed":
         outcome = state.steps[-1] if state.steps else None
         event: object = EndEvent(
@@ -171,13 +174,14 @@ def abort_run(
     The run is marked first (`request_abort`, a write that cannot lose to a streaming step), so its
     step stops within `ABORT_POLL_SECONDS` even when the end below keeps losing to its appends.
     """
-    services.store.request_abort(user_id, run_id, reason=reason)
-    now = services.clock()
-    metadata: dict[str, Any] = {"completedAt": now, "abort": {"reason": reason, "at": now}}
-    chunks = [MessageMetadataChunk(message_metadata=metadata), AbortChunk(reason=reason)]
-    result = _end(services, user_id, run_id, chunks, "aborted", metadata, cancel_reason=reason)
-    # Not ended (the step kept winning): leave the execution running; the marked step stops and
-    # its FinalizeRun ends the run as aborted.
-    if services.orchestrator is not None and stop_execution and result["status"] in TERMINAL["run"]:
-        services.orchestrator.stop_run(user_id, run_id)
+    marked = services.store.request_abort(user_id, run_id, reason=reason)
+    with request_span(services, "stepline.abort_run", marked if stop_execution else None, {"stepline.reason": reason}):
+        now = services.clock()
+        metadata: dict[str, Any] = {"completedAt": now, "abort": {"reason": reason, "at": now}}
+        chunks = [MessageMetadataChunk(message_metadata=metadata), AbortChunk(reason=reason)]
+        result = _end(services, user_id, run_id, chunks, "aborted", metadata, cancel_reason=reason)
+        # Not ended (the step kept winning): leave the execution running; the marked step stops and
+        # its FinalizeRun ends the run as aborted.
+        if services.orchestrator is not None and stop_execution and result["status"] in TERMINAL["run"]:
+            services.orchestrator.stop_run(user_id, run_id)
     return result

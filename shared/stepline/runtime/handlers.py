@@ -15,6 +15,7 @@ from typing import Any
 from ..store.errors import ConcurrentUpdate
 from . import ending, waits, worker
 from .services import Services
+from .traces import traced_handler
 
 __all__ = ["HANDLER_NAMES", "Handler", "StepFailed", "TransientModelError", "handlers", "logical_name"]
 
@@ -106,7 +107,11 @@ def handlers(services: Callable[[], Services]) -> dict[str, Handler]:
         return ending.fail_run(services(), event["userId"], event["runId"], message, code)
 
     functions = (model_step, await_input, expire_input, finalize_run, fail_run)
-    return {name: _guarded(name, function) for name, function in zip(HANDLER_NAMES, functions, strict=True)}
+    return {
+        # Traced inside the guard: a failure to build the services is a `StepFailed` like any other.
+        name: _guarded(name, traced_handler(logical_name(name), function, services))
+        for name, function in zip(HANDLER_NAMES, functions, strict=True)
+    }
 
 
 _CAUGHT: dict[str, tuple[str, str]] = {

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..agent.definition import Agent, ModelResolver
 from ..agent.loading import AgentSet
@@ -29,6 +29,9 @@ from .generated_files import ArtifactFiles
 from .guard import StoreToolGuard
 from .notifications import NoNotifier, Notifier
 from .stream_push import RunNotifier
+
+if TYPE_CHECKING:
+    from ..tracing.run_telemetry import RunTelemetry
 
 __all__ = ["DEFAULT_MODEL", "Orchestrator", "Services"]
 
@@ -93,6 +96,10 @@ class Services:
     stream_push: RunNotifier | None = None
     """Tells the streams following a run that its log has grown (None: they only poll)."""
     client: str | None = None
+    telemetry: RunTelemetry | None = None
+    """This process's tracer and meter (`stepline.tracing.setup`); None: tracing is off."""
+    inspect: bool = True
+    """Step records keep each model request as sent and its timings, for the run inspector."""
     clock: Callable[[], int] = field(default=_now_ms)
     agent_set: AgentSet = field(init=False)
     _models: dict[str, LanguageModel] = field(init=False, default_factory=dict[str, LanguageModel])
@@ -152,7 +159,10 @@ class Services:
         """
         guard = StoreToolGuard(self.store, user_id=user_id, run_id=run_id, claim_token=claim_token, now=self.clock)
         files = ArtifactFiles(context) if isinstance(context, RunContext) else None
+        traced = self.telemetry.loop_options() if self.telemetry is not None and agent.tracer is None else {}
         return await agent.loop_config(
+            **traced,
+            inspect=self.inspect,
             model=self.model_for(agent),
             context=context,
             max_steps=self.max_steps,

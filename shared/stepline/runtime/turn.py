@@ -14,6 +14,7 @@ from typing import Any, cast
 from pydantic import JsonValue
 
 from ..agent.definition import Agent
+from ..llm.base import LanguageModel
 from ..loop.callbacks import StartEvent
 from ..loop.state import LoopState
 from ..protocol.chunks import (
@@ -26,11 +27,13 @@ from ..store.records import (
     RunRecord,
 )
 from ..tools.context import RunContext
+from ..tracing.context import RunTrace
 from .callbacks import fire
 from .ending import fail_run
 from .recorder import RunRecorder
 from .services import Services
 from .stream_push import notifier
+from .traces import request_span
 
 __all__ = ["begin_turn", "run_context_of"]
 
@@ -70,6 +73,7 @@ def begin_turn(
     if services.client:
         metadata["client"] = services.client
     context: dict[str, JsonValue] = {"claims": dict(claims or {"sub": user_id}), "body": dict(body or {})}
+    run_trace = RunTrace.new()
     started = store.start_turn(
         user_id,
         TurnStart(
@@ -85,9 +89,21 @@ def begin_turn(
             title=title,
             assistant_metadata=metadata,
             supersede_seqs=supersede_seqs,
+            trace=run_trace.traceparent,
             now=now,
         ),
     )
+    with request_span(services, "stepline.start_run", started.run, {"gen_ai.agent.name": chosen.name}):
+        _prepare_run(services, started, chosen, model, metadata)
+    return started
+
+
+def _prepare_run(
+    services: Services, started: TurnStarted, chosen: Agent, model: LanguageModel, metadata: dict[str, Any]
+) -> None:
+    """The run's first checkpoint and `start` event, its `on_start`, then its workflow."""
+    store, user_id, run_id, now = services.store, started.run.user_id, started.run.run_id, started.run.started_at
+    conversation_id, assistant_message_id = started.run.conversation_id, started.run.assistant_message_id
     earlier = [
         m
         for m in store.list_messages(user_id, conversation_id, limit=10_000).items
@@ -119,10 +135,9 @@ def begin_turn(
     )
     if failed is not None:  # the run ends before its first step (never left working without a workflow)
         fail_run(services, user_id, run_id, f"on_start failed: {failed}", "callback_error")
-        return started
+        return
     if services.orchestrator is not None:
         services.orchestrator.start_run(user_id, run_id)
-    return started
 
 
 def _turn_agent(services: Services, user_id: str, conversation_id: str, requested: str | None) -> Agent:

@@ -19,10 +19,12 @@ from ..store.errors import Conflict, NotFound
 from ..store.records import (
     TERMINAL,
     ApprovalRecord,
+    RunRecord,
     ToolCallRecord,
 )
 from .announce import announce_approvals, announce_question
 from .services import Services
+from .traces import request_span
 
 __all__ = [
     "answer",
@@ -158,21 +160,39 @@ def decide(
     `link` for a signed approval link.
     """
     store = services.store
-    result = store.decide_approval(
-        user_id,
-        approval_id,
-        approved=approved,
-        reason=reason,
-        now=services.clock(),
-        decided_by=decided_by or user_id,
-    )
-    approval = store.settle_approval(user_id, approval_id, now=services.clock())
-    run_still_waiting = still_requested(
-        services, user_id, approval.run_id, run_state(services, user_id, approval.run_id)
-    )
-    if result.first and approval.task_token and not run_still_waiting:
-        resume_workflow(services, approval.task_token)
+    run = _traced_run(services, user_id, approval_id)
+    attributes = {
+        "stepline.approval.id": approval_id,
+        "stepline.approval.decision": "approved" if approved else "denied",
+        "stepline.approval.by": "link" if decided_by == "link" else "user",
+    }
+    with request_span(services, "stepline.decide_approval", run, attributes) as span:
+        result = store.decide_approval(
+            user_id,
+            approval_id,
+            approved=approved,
+            reason=reason,
+            now=services.clock(),
+            decided_by=decided_by or user_id,
+            trace=span.traceparent,
+        )
+        approval = store.settle_approval(user_id, approval_id, now=services.clock())
+        run_still_waiting = still_requested(
+            services, user_id, approval.run_id, run_state(services, user_id, approval.run_id)
+        )
+        resumes = result.first and approval.task_token is not None and not run_still_waiting
+        span.update({"stepline.approval.first": result.first, "stepline.resumed": resumes})
+        if resumes and approval.task_token:
+            resume_workflow(services, approval.task_token)
     return approval
+
+
+def _traced_run(services: Services, user_id: str, approval_id: str) -> RunRecord | None:
+    """The run an approval belongs to, for its trace (read only when tracing is on)."""
+    if services.telemetry is None:
+        return None
+    approval = services.store.get_approval(user_id, approval_id)
+    return services.store.get_run(user_id, approval.run_id)
 
 
 def answer(
@@ -180,10 +200,17 @@ def answer(
 ) -> ToolCallRecord:
     """A client's output for a question (client-side tool); resumes the run once all are answered."""
     error: dict[str, JsonValue] | None = {"message": error_text} if error_text is not None else None
-    row = services.store.answer_tool_call(
-        user_id, run_id, tool_call_id, output=output, error=error, now=services.clock()
-    )
-    run = services.store.get_run(user_id, run_id)
-    if run.task_token and not client_outputs(services, user_id, run_id, run_state(services, user_id, run_id))[1]:
-        resume_workflow(services, run.task_token)
+    traced = services.store.get_run(user_id, run_id) if services.telemetry is not None else None
+    with request_span(services, "stepline.answer_tool_call", traced, {"gen_ai.tool.call.id": tool_call_id}) as span:
+        row = services.store.answer_tool_call(
+            user_id, run_id, tool_call_id, output=output, error=error, now=services.clock()
+        )
+        run = services.store.get_run(user_id, run_id)
+        resumes = (
+            bool(run.task_token)
+            and not client_outputs(services, user_id, run_id, run_state(services, user_id, run_id))[1]
+        )
+        span.set("stepline.resumed", resumes)
+        if resumes and run.task_token:
+            resume_workflow(services, run.task_token)
     return row

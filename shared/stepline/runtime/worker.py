@@ -36,6 +36,7 @@ from ..store.records import (
     StepRecordRow,
     ToolCallRecord,
 )
+from . import inspection
 from . import retries as retry_log
 from .announce import announce_approvals, announce_question
 from .ending import fail_run
@@ -73,6 +74,8 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
     if not _approvals_recorded(state, approvals):
         return _finish_approval_request(services, run, state)
     decisions, undecided = _decisions(services, user_id, approvals)
+    if services.telemetry is not None and decisions:  # the requests that decided what this step resumes with
+        services.telemetry.link_current([a.decision_trace for a in approvals], "decided")
     outputs, unanswered = client_outputs(services, user_id, run_id, state)
     if undecided or unanswered:
         return _reply(run, "await-approval" if undecided else "await-client")
@@ -124,7 +127,7 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
         return _reply(run, "aborted")
     if outcome.kind == "failed":
         return _failed(services, run, outcome, recorder, retry_log.step_retries(attempts))
-    return _persist(services, run, outcome, recorder)
+    return _persist(services, run, outcome, recorder, approvals)
 
 
 def _failed(
@@ -262,11 +265,18 @@ def _tool_rows(run: RunRecord, state: LoopState) -> list[ToolCallRecord]:
     return rows
 
 
-def _persist(services: Services, run: RunRecord, outcome: StepOutcome, recorder: RunRecorder) -> dict[str, Any]:
+def _persist(
+    services: Services, run: RunRecord, outcome: StepOutcome, recorder: RunRecorder, approvals: list[ApprovalRecord]
+) -> dict[str, Any]:
     store, now, state = services.store, services.clock(), outcome.state
     snapshot = recorder.snapshot()
     checkpoint_state = state.model_dump(mode="json", by_alias=True)
     step = state.steps[-1]
+    fields: dict[str, Any] = {"started_at": now, "ended_at": now}
+    if outcome.inspection is not None:
+        previous = [r for r in store.list_steps(run.user_id, run.run_id) if r.step_index < step.step_number]
+        inspected = inspection.step_fields(outcome, previous, inspection.queued_at(run, previous, approvals))
+        fields.update({k: v for k, v in inspected.items() if v is not None})
     row = StepRecordRow(
         user_id=run.user_id,
         run_id=run.run_id,
@@ -276,8 +286,7 @@ def _persist(services: Services, run: RunRecord, outcome: StepOutcome, recorder:
         usage=cast(dict[str, JsonValue], step.usage.to_metadata()),
         response_messages=[m.to_wire() for m in step.response_messages],
         provider_metadata=cast(dict[str, JsonValue] | None, step.provider_metadata),
-        started_at=now,
-        ended_at=now,
+        **fields,
     )
     run_status: Any = "waiting_user" if outcome.kind == "await-client" else None
     try:

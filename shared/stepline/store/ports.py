@@ -74,6 +74,8 @@ class TurnStart:
     assistant_metadata: dict[str, JsonValue] | None = None
     supersede_seqs: tuple[int, ...] = ()
     """Messages this turn replaces (a regenerated answer): marked `superseded_by` the new run."""
+    trace: str | None = None
+    """The run's trace context (a W3C `traceparent`), stored on the run (`RunRecord.trace`)."""
     now: int
 
 
@@ -240,8 +242,11 @@ class Store(Protocol):
         reason: str | None,
         now: int,
         decided_by: str | None = None,
+        trace: str | None = None,
     ) -> DecisionResult:
         """Compare-and-set `requested → processing` with the decision (and who made it).
+
+        `trace` is the deciding request's span (a `traceparent`), which the step it resumes links to.
 
         The same decision again returns the stored approval (`first=False`); a different one
         raises `DecisionConflict`; an expired approval raises `Gone`.
@@ -297,6 +302,10 @@ class Store(Protocol):
         ...
 
     def list_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]: ...
+
+    def list_steps(self, user_id: str, run_id: str) -> list[StepRecordRow]:
+        """The run's step records in step order (`NotFound` when the run is not this user's)."""
+        ...
 
     def start_tool_call(
         self, user_id: str, run_id: str, tool_call_id: str, *, claim_token: str, now: int

@@ -178,6 +178,9 @@ class RunRecord(_Record):
     task_token: str | None = None
     """Stepline extension: the Step Functions token of a wait for client input (questions)."""
     version: int = 0
+    trace: str | None = None
+    """Stepline extension: the run's trace context, a W3C `traceparent` naming its root span
+    (`stepline.tracing.context`); every function invocation and API request of the run joins it."""
     notified: list[str] = Field(default_factory=list[str])
     """Stepline extension: the lifecycle notifications already published for this run (their keys,
     e.g. `approval:<id>`, `end`), so a retried worker never publishes one twice."""
@@ -197,6 +200,17 @@ class StepRecordRow(_Record):
     provider_metadata: dict[str, JsonValue] | None = None
     started_at: int
     ended_at: int | None = None
+    request: dict[str, JsonValue] | None = None
+    """Stepline extension, for the run inspector: the model request as sent (instructions,
+    messages, tools with their schemas, settings, provider options), masked and sized
+    (`loop.request_view`); what step n sent too is stored as a reference to it (`{"sameAs": n,
+    ...}`, `runtime.inspection`). None when the deployment records none."""
+    response: dict[str, JsonValue] | None = None
+    """The answer summarised: text, reasoning, tool calls, finish reason, tokens (masked)."""
+    attempts: list[dict[str, JsonValue]] = Field(default_factory=list[dict[str, JsonValue]])
+    """Each model call attempt: `startedAt`, `firstOutputAt`, `endedAt` (ms), `error`, `retryReason`."""
+    queued_at: int | None = None
+    """When the step became due (the previous step's end, or the decision that resumed the run)."""
 
 
 class ToolCallRecord(_Record):
@@ -236,6 +250,8 @@ class ApprovalRecord(_Record):
     decided_at: int | None = None
     decided_by: str | None = None
     """Who decided: the deciding user's id, or `link` for a signed approval link."""
+    decision_trace: str | None = None
+    """Stepline extension: the deciding request's span (a `traceparent`); the resumed step links to it."""
     expires_at: int | None = None
     checkpoint_seq: int = 0
 

@@ -71,7 +71,13 @@ def redact_record(record: Record, redactor: Redactor, reasoning: ReasoningPolicy
         case ArtifactRecord():
             return record.model_copy(update={"metadata": redactor.redact(record.metadata)})
         case StepRecordRow():
-            return record.model_copy(update={"response_messages": redactor.redact(record.response_messages)})
+            return record.model_copy(
+                update={
+                    "response_messages": redactor.redact(record.response_messages),
+                    "request": redactor.redact(record.request),
+                    "response": redactor.redact(record.response),
+                }
+            )
         case EventRecord():
             return record.model_copy(update={"chunks": [redactor.redact(c) for c in record.chunks]})
         case _:

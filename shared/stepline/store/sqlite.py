@@ -233,6 +233,11 @@ class SqliteStore(TransactionalStore, UnitReads):
         runs = [RunRecord.model_validate_json(b) for b in bodies]
         return [(r.user_id, r.run_id) for r in runs]
 
+    def all_runs(self) -> list[RunRecord]:
+        """Every user's runs, newest first: the local data folder's inspector (`stepline runs`)."""
+        runs = [RunRecord.model_validate_json(b) for b in self._rows("SELECT body FROM records WHERE kind = 'run'")]
+        return sorted(runs, key=lambda r: (r.started_at, r.run_id), reverse=True)
+
     def expiring_approvals(self, *, before: int, limit: int = 100) -> list[tuple[str, str]]:
         bodies = self._rows(
             "SELECT body FROM records WHERE kind = 'approval' AND status = 'requested' AND at < ?"

@@ -131,10 +131,11 @@ class TransactionalStore(ABC):
         reason: str | None,
         now: int,
         decided_by: str | None = None,
+        trace: str | None = None,
     ) -> DecisionResult:
         result, gone = self._do(
             lambda u: approval_ops.decide_approval(
-                u, user_id, approval_id, approved=approved, reason=reason, now=now, decided_by=decided_by
+                u, user_id, approval_id, approved=approved, reason=reason, now=now, decided_by=decided_by, trace=trace
             )
         )
         if gone is not None:

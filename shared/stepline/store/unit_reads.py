@@ -1,7 +1,7 @@
 """The port's reads that every backend answers the same way: through its unit of work's reads.
 
 A record read by its key (a conversation, a run, an approval, an artifact, a run's latest
-checkpoint) and a run's tool calls mean the same thing on every backend, so they are written
+checkpoint) and a run's tool calls and step records mean the same thing on every backend, so they are written
 once here, over `Unit`; a backend supplies `_peek` (a unit that reads the committed state outside
 any transaction). The listings that need an index or a query of their own (conversations by
 recency, messages by seq, the event log, the sweeps) stay with each backend.
@@ -14,7 +14,15 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from .errors import InvalidCursor, NotFound
-from .records import ApprovalRecord, ArtifactRecord, CheckpointRecord, ConversationRecord, RunRecord, ToolCallRecord
+from .records import (
+    ApprovalRecord,
+    ArtifactRecord,
+    CheckpointRecord,
+    ConversationRecord,
+    RunRecord,
+    StepRecordRow,
+    ToolCallRecord,
+)
 from .unit import Unit
 
 __all__ = ["UnitReads", "offset_cursor"]
@@ -23,7 +31,7 @@ T = TypeVar("T")
 
 
 class UnitReads(ABC):
-    """Reads by key and a run's tool calls, each one read of a unit."""
+    """Reads by key and a run's tool calls and steps, each one read of a unit."""
 
     @abstractmethod
     def _peek(self, read: Callable[[Unit], T]) -> T:
@@ -61,6 +69,11 @@ class UnitReads(ABC):
         self.get_run(user_id, run_id)
         calls = self._peek(lambda u: u.run_tool_calls(user_id, run_id))
         return sorted(calls, key=lambda c: (c.step_index, c.tool_call_id))
+
+    def list_steps(self, user_id: str, run_id: str) -> list[StepRecordRow]:
+        """The run's step records in step order (NotFound for a run that is not the user's)."""
+        self.get_run(user_id, run_id)
+        return sorted(self._peek(lambda u: u.run_steps(user_id, run_id)), key=lambda s: s.step_index)
 
 
 def offset_cursor(cursor: str | None) -> int:

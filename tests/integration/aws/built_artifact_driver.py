@@ -2,8 +2,9 @@
 
 Only these are importable: the `.aws-sam/build` output (each function's own folder, the shared
 layer's `python/`) and a "runtime" folder standing for what Lambda adds — boto3 (the Python
-runtime's), Powertools (its public layer) and moto (the test's AWS). No site-packages, no checkout:
-a module the layer forgot fails the import here. Prints one JSON object of results.
+runtime's) and moto (the test's AWS). No site-packages, no checkout: a module the layer forgot
+fails the import here. Traces go over OTLP/HTTP to a receiver in this process (`STEPLINE_TRACING=otlp`),
+so the layer's OpenTelemetry exporter is exercised too. Prints one JSON object of results.
 """
 
 import importlib.util
@@ -12,6 +13,7 @@ import os
 import sys
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
 
 config = json.loads(open(sys.argv[1]).read())  # noqa: SIM115 - no pathlib games before sys.path is set
 sys.path[:0] = [config["runtime"], config["layer"]]
@@ -64,9 +66,27 @@ def proxy_event(method: str, path: str, body: "str | None" = None) -> dict:
     }
 
 
+class Receiver(BaseHTTPRequestHandler):
+    """An OTLP/HTTP receiver: keeps the path and size of every export."""
+
+    exports: list = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["content-length"]))
+        Receiver.exports.append((self.path, len(body)))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args) -> None:
+        pass
+
+
 def main() -> dict:
     results: dict = {"python": sys.version.split()[0], "imported": []}
+    receiver = HTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
     os.environ.update(config["env"])
+    os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{receiver.server_port}"
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name=REGION)
         for name, definition in config["tables"].items():
@@ -124,6 +144,10 @@ def main() -> dict:
         worker.join(60)
         results["chat"] = {"status": chat["statusCode"], "body": chat["body"]}
         results["tasks"] = tasks
+    results["traces"] = [size for path, size in Receiver.exports if path == "/v1/traces"]
+    results["xray_sdk"] = importlib.util.find_spec("aws_xray_sdk") is not None
+    results["loaded"] = sorted({m.split(".")[0] for m in sys.modules if m.startswith(("opentelemetry", "aws_xray"))})
+    receiver.shutdown()
     return results
 
 

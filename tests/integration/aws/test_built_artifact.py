@@ -5,7 +5,8 @@ pins conflict with the project's boto3) builds the template as a team would, wit
 architecture instead of arm64 so that compiled wheels (pydantic-core, jiter) import on this
 machine; the requirements, the layout and the handlers are the deployed ones. Then one
 `python3.13 -I -S` process (no site-packages) sees only `.aws-sam/build` and a runtime folder
-(`.lambda-runtime`: boto3 as Lambda's runtime has it, Powertools as its public layer, and moto),
+(`.lambda-runtime`: boto3 as Lambda's runtime has it, and moto; Powertools and OpenTelemetry come
+with the shared layer),
 and invokes the API function with API Gateway proxy events (health, a chat) and the workers with
 state-machine task inputs (tests/integration/aws/built_artifact_driver.py).
 
@@ -130,8 +131,8 @@ def _environment(scripted: Path) -> dict[str, str]:
         "STEPLINE_MODEL": f"scripted:{scripted}",
         "STEPLINE_EVENT_BUS": "lifecycle",
         "POWERTOOLS_METRICS_NAMESPACE": "Stepline",
-        "POWERTOOLS_TRACE_DISABLED": "true",
         "LOG_LEVEL": "WARNING",
+        "STEPLINE_TRACING": "otlp",  # to the driver's own receiver
     }
 
 
@@ -193,3 +194,8 @@ def test_every_built_function_imports_and_answers_in_a_clean_python_313(built: P
     assert tasks["FinalizeRunFunction"]["status"] == "completed"
     assert tasks["FailRunFunction"]["status"] == "completed"  # the first end stands
     assert set(tasks) == set(RUNTIME_FUNCTIONS) - {"ApiFunction"}
+    # Traces left the built functions over OTLP; the X-Ray SDK is nowhere in the build.
+    assert answers["traces"] and all(size > 0 for size in answers["traces"])
+    assert answers["loaded"] == ["opentelemetry"]
+    assert answers["xray_sdk"] is False
+    assert not list((built / "SharedLayer" / "python").glob("aws_xray_sdk*"))

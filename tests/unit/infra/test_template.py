@@ -59,10 +59,6 @@ PLACEHOLDERS = {
     "FailRunFunctionArn",
 }
 
-POWERTOOLS_LAYER = re.compile(
-    r"^arn:\$\{AWS::Partition\}:lambda:\$\{AWS::Region\}:017000801446:layer:"
-    r"AWSLambdaPowertoolsPythonV3-python313-arm64:(\d+)$"
-)
 WEB_ADAPTER_LAYER = "arn:${AWS::Partition}:lambda:${AWS::Region}:753240598075:layer:LambdaAdapterLayerArm64:27"
 STREAM_ROUTES = {
     ("/api/chat", "post"),
@@ -75,7 +71,7 @@ STREAM_ROUTES = {
 MANAGED_POLICY_EXCEPTIONS = {
     # CreateLogGroup/CreateLogStream/PutLogEvents for the function's own log group (AWS-managed; SAM adds it).
     "service-role/AWSLambdaBasicExecutionRole": "the function's log group, named by Lambda",
-    # xray:PutTraceSegments/PutTelemetryRecords/GetSampling* take no resource ARN (Tracing: Active / Enabled).
+    # X-Ray's write actions take no resource ARN (the OTLP export with Tracing xray).
     "AWSXrayWriteOnlyAccess": "X-Ray actions have no resource-level permissions",
 }
 INLINE_WILDCARD_EXCEPTIONS = {
@@ -178,7 +174,7 @@ def test_state_machine_is_standard_with_exactly_its_substitutions(translated: Te
             {"Ref": "ModelStepFunctionAliaslive"} if name == "ModelStepFunction" else {"Fn::GetAtt": [name, "Arn"]}
         )
         assert properties["DefinitionSubstitutions"][f"{name}Arn"] == expected
-    assert properties["TracingConfiguration"] == {"Enabled": True}
+    assert "TracingConfiguration" not in properties  # the run's own trace (OpenTelemetry) replaces it
     assert properties["StateMachineName"] == {"Fn::Sub": STATE_MACHINE_NAME}
     # ContinueAsNew starts the run's next generation: the role may start executions of itself only.
     statements = _statements(translated["Resources"]["AgentRunStateMachineRole"]["Properties"])
@@ -203,7 +199,6 @@ def test_every_function_has_its_own_timeout_memory_and_the_shared_layer(source: 
     (shared_layer,) = (
         name for name in _resources(translated, "AWS::Lambda::LayerVersion") if name.startswith("SharedLayer")
     )
-    powertools_versions = set()
     for name, (code_uri, timeout, memory) in FUNCTIONS.items():
         declared = source["Resources"][name]["Properties"]
         # Declared on the function itself, not inherited from Globals.
@@ -212,13 +207,11 @@ def test_every_function_has_its_own_timeout_memory_and_the_shared_layer(source: 
         assert (properties["Timeout"], properties["MemorySize"]) == (timeout, memory)
         assert properties["Architectures"] == ["arm64"]
         assert properties["Runtime"] == "python3.13"
-        assert properties["TracingConfig"] == {"Mode": "Active"}
+        assert "TracingConfig" not in properties  # no Lambda X-Ray segments: the run's OTLP trace instead
         layers = properties["Layers"]
         assert layers[0] == {"Ref": shared_layer}
-        powertools = [m.group(1) for layer in layers if (m := POWERTOOLS_LAYER.match(_sub_text(layer)))]
-        assert len(powertools) == 1, layers
-        powertools_versions.update(powertools)
-    assert len(powertools_versions) == 1, "one Powertools layer version everywhere, bumped in one go"
+        # Powertools (Logger, Metrics) comes with the shared layer: its public layer bundles the X-Ray SDK.
+        assert all("Powertools" not in _sub_text(layer) for layer in layers), layers
     layer = source["Resources"]["SharedLayer"]
     assert layer["Metadata"] == {"BuildMethod": "python3.13", "BuildArchitecture": "arm64"}
 
@@ -326,6 +319,17 @@ def test_every_route_requires_the_cognito_authorizer_but_the_cors_preflights(tra
     assert translated["Resources"]["ChatApi"]["Properties"]["EndpointConfiguration"]["Types"] == ["REGIONAL"]
 
 
+def _managed_policy_name(arn: Any) -> str:
+    """A managed policy's name: a plain ARN, a `Fn::Sub` of one, or the policy a condition adds."""
+    if isinstance(arn, dict) and "Fn::If" in arn:
+        condition, attached, otherwise = arn["Fn::If"]
+        assert otherwise == {"Ref": "AWS::NoValue"}, arn  # a condition only ever leaves a policy out
+        assert condition == "TracesToXRay", arn
+        return _managed_policy_name(attached)
+    text = arn["Fn::Sub"] if isinstance(arn, dict) else arn
+    return str(text).removeprefix("arn:aws:iam::aws:policy/").removeprefix("arn:${AWS::Partition}:iam::aws:policy/")
+
+
 def test_iam_statements_name_specific_resources(source: Template, translated: Template) -> None:
     roles = _resources(translated, "AWS::IAM::Role")
     assert set(roles) == {f"{name}Role" for name in FUNCTIONS | DEPLOY_FUNCTIONS} | {"AgentRunStateMachineRole"}
@@ -333,7 +337,7 @@ def test_iam_statements_name_specific_resources(source: Template, translated: Te
     for role_name, role in roles.items():
         properties = role["Properties"]
         for arn in properties.get("ManagedPolicyArns", []):
-            name = arn.removeprefix("arn:aws:iam::aws:policy/")
+            name = _managed_policy_name(arn)
             assert name in MANAGED_POLICY_EXCEPTIONS, (role_name, arn)
         for statement in _statements(properties):
             assert statement["Effect"] == "Allow"

@@ -8,15 +8,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 
 from stepline.loop import telemetry
 from stepline.loop.approval import ApprovalDecision
 from stepline.loop.stop import is_step_count
 from stepline.loop.stream_text import StreamTextResult, stream_text
 from stepline.loop.tools import Tool
+from tests.support.semconv import metric_problems, span_problems
 
 from .support import FakeSleep, call, collect, finish, model, run, text, text_step, tool_step
 
@@ -88,25 +92,45 @@ def _two_step_run(exporter: InMemorySpanExporter) -> tuple[ReadableSpan, ...]:
     return exporter.get_finished_spans()
 
 
+RUN = "invoke_agent agent"
+STEP = telemetry.STEP
+CHAT = "chat script"
+
+
+def _tools(spans: tuple[ReadableSpan, ...]) -> list[ReadableSpan]:
+    return sorted((s for s in spans if s.name.startswith("execute_tool ")), key=lambda s: s.start_time or 0)
+
+
 def test_span_names_and_nesting(exporter: InMemorySpanExporter) -> None:
     spans = _two_step_run(exporter)
-    (run_span,) = _by_name(spans, telemetry.RUN)
-    steps = _by_name(spans, telemetry.STEP)
-    calls = _by_name(spans, telemetry.MODEL_CALL)
-    tools = _by_name(spans, telemetry.TOOL)
+    (run_span,) = _by_name(spans, RUN)
+    steps = _by_name(spans, STEP)
+    calls = _by_name(spans, CHAT)
+    tools = _tools(spans)
     assert len(spans) == 1 + 2 + 3 + 2
     assert _parent(run_span) is None
     assert [_parent(s) for s in steps] == [_id(run_span)] * 2
     # Two attempts in step 0 (a 503, then success), one in step 1.
     assert [_parent(c) for c in calls] == [_id(steps[0]), _id(steps[0]), _id(steps[1])]
     assert [_parent(t) for t in tools] == [_id(steps[0])] * 2
+    assert sorted(t.name for t in tools) == ["execute_tool broken", "execute_tool weather"]
     assert all(s.context is not None and s.context.trace_id == run_span.context.trace_id for s in spans)  # type: ignore[union-attr]
+    assert {c.kind for c in calls} == {SpanKind.CLIENT}
+
+
+def test_every_name_and_attribute_is_in_the_conventions(exporter: InMemorySpanExporter) -> None:
+    spans = _two_step_run(exporter)
+    assert span_problems(spans) == []
+    operations = {dict(s.attributes or {}).get("gen_ai.operation.name") for s in spans}
+    assert operations == {"invoke_agent", "chat", "execute_tool", None}  # None: the step spans
 
 
 def test_span_attributes(exporter: InMemorySpanExporter) -> None:
     spans = _two_step_run(exporter)
-    (run_span,) = _by_name(spans, telemetry.RUN)
+    (run_span,) = _by_name(spans, RUN)
     assert dict(run_span.attributes or {}) == {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "agent",
         "stepline.run_id": "run-7",
         "gen_ai.provider.name": "scripted",
         "gen_ai.request.model": "script",
@@ -114,7 +138,7 @@ def test_span_attributes(exporter: InMemorySpanExporter) -> None:
         "stepline.finish_reason": "stop",
         "stepline.step_count": 2,
     }
-    steps = _by_name(spans, telemetry.STEP)
+    steps = _by_name(spans, STEP)
     assert [dict(s.attributes or {}) for s in steps] == [
         {
             "stepline.run_id": "run-7",
@@ -129,41 +153,98 @@ def test_span_attributes(exporter: InMemorySpanExporter) -> None:
             "stepline.finish_reason": "stop",
         },
     ]
-    failed, first, second = (dict(s.attributes or {}) for s in _by_name(spans, telemetry.MODEL_CALL))
-    assert failed == {
+    failed, first, second = (dict(s.attributes or {}) for s in _by_name(spans, CHAT))
+    request = {
+        "gen_ai.operation.name": "chat",
         "gen_ai.provider.name": "scripted",
         "gen_ai.request.model": "script",
+        "gen_ai.output.type": "text",
         "stepline.step_number": 0,
-        "stepline.attempt": 0,
-        "error.type": "ModelCallError",
     }
+    assert failed == {**request, "stepline.attempt": 0, "error.type": "ModelCallError"}
     assert first == {
-        "gen_ai.provider.name": "scripted",
-        "gen_ai.request.model": "script",
-        "stepline.step_number": 0,
+        **request,
         "stepline.attempt": 1,
         "gen_ai.response.finish_reasons": ("tool-calls",),
         "gen_ai.usage.input_tokens": 10,
         "gen_ai.usage.output_tokens": 5,
     }
     assert (second["stepline.attempt"], second["gen_ai.usage.input_tokens"]) == (0, 30)
-    tools = {
-        s.attributes["gen_ai.tool.name"]: dict(s.attributes) for s in _by_name(spans, telemetry.TOOL) if s.attributes
-    }
+    tools = {s.attributes["gen_ai.tool.name"]: dict(s.attributes) for s in _tools(spans) if s.attributes}
+    common = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.type": "function", "stepline.run_id": "run-7"}
     assert tools == {
         "weather": {
+            **common,
             "gen_ai.tool.name": "weather",
             "gen_ai.tool.call.id": "c1",
             "stepline.step_number": 0,
             "stepline.tool.error": False,
         },
         "broken": {
+            **common,
             "gen_ai.tool.name": "broken",
             "gen_ai.tool.call.id": "c2",
             "stepline.step_number": 0,
             "stepline.tool.error": True,
+            "error.type": "tool_error",
         },
     }
+
+
+def test_content_capture_is_opt_in_and_masked(exporter: InMemorySpanExporter) -> None:
+    scripted = model(
+        [*call("c1", "weather", '{"city":"Atlantis","api_key":"k-123"}'), finish("tool-calls")],
+        [*text("t", "Key sk-abcdefghijklmnopqrstuvwx leaked"), finish()],
+    )
+    _run_traced(
+        exporter,
+        scripted,
+        prompt="weather? my key is sk-abcdefghijklmnopqrstuvwx",
+        instructions="Be brief.",
+        tools=[Tool(name="weather", execute=_weather)],
+        stop_when=is_step_count(3),
+        trace_content=True,
+    )
+    spans = exporter.get_finished_spans()
+    assert span_problems(spans) == []
+    first, second = _by_name(spans, CHAT)
+    attributes = dict(first.attributes or {})
+    assert "weather?" in str(attributes["gen_ai.input.messages"])
+    assert "Be brief." in str(attributes["gen_ai.system_instructions"])
+    assert '"name":"weather"' in str(attributes["gen_ai.tool.definitions"])
+    assert "tool_call" in str(attributes["gen_ai.output.messages"])
+    assert "leaked" in str(dict(second.attributes or {})["gen_ai.output.messages"])
+    (tool,) = _tools(spans)
+    assert "Atlantis" in str(dict(tool.attributes or {})["gen_ai.tool.call.arguments"])
+    assert TOOL_OUTPUT in str(dict(tool.attributes or {})["gen_ai.tool.call.result"])
+    everything = "\n".join(_all_text(s) for s in spans)
+    assert "sk-abcdefghijklmnopqrstuvwx" not in everything and "k-123" not in everything
+
+
+def test_gen_ai_metrics_per_model_call() -> None:
+    reader = InMemoryMetricReader()
+    meter = MeterProvider(metric_readers=[reader]).get_meter("stepline-tests")
+    scripted = model(
+        {"raise": {"kind": "server", "status": 503}}, [*text("t", "hi"), finish(input_tokens=7, output_tokens=3)]
+    )
+
+    async def scenario() -> None:
+        await collect(stream_text(model=scripted, meter=meter, prompt="x", sleep=FakeSleep()))
+
+    run(scenario)
+    data = reader.get_metrics_data()
+    assert data is not None
+    assert metric_problems(data) == []
+    metrics = {m.name: m for r in data.resource_metrics for s in r.scope_metrics for m in s.metrics}
+    assert set(metrics) == {"gen_ai.client.token.usage", "gen_ai.client.operation.duration"}
+    tokens = {
+        dict(p.attributes or {})["gen_ai.token.type"]: p.sum
+        for p in metrics["gen_ai.client.token.usage"].data.data_points
+    }
+    assert tokens == {"input": 7, "output": 3}
+    durations = metrics["gen_ai.client.operation.duration"].data.data_points
+    assert sorted(p.count for p in durations) == [1, 1]  # the failed attempt (with error.type) and the good one
+    assert {dict(p.attributes or {}).get("error.type") for p in durations} == {"ModelCallError", None}
 
 
 def _all_text(span: ReadableSpan) -> str:
@@ -191,7 +272,7 @@ def test_approval_pause_and_resumed_tool_spans(exporter: InMemorySpanExporter) -
         tool_approval={"delete": "user-approval"},
         approval_secret=APPROVAL_SECRET,
     )
-    (run_span,) = _by_name(exporter.get_finished_spans(), telemetry.RUN)
+    (run_span,) = _by_name(exporter.get_finished_spans(), RUN)
     assert run_span.attributes is not None and run_span.attributes["stepline.outcome"] == "await-approval"
     exporter.clear()
 
@@ -208,8 +289,8 @@ def test_approval_pause_and_resumed_tool_spans(exporter: InMemorySpanExporter) -
         approval_secret=APPROVAL_SECRET,
     )
     spans = exporter.get_finished_spans()
-    (run_span,) = _by_name(spans, telemetry.RUN)
-    (tool_span,) = _by_name(spans, telemetry.TOOL)
+    (run_span,) = _by_name(spans, RUN)
+    (tool_span,) = _tools(spans)
     assert _parent(tool_span) == _id(run_span)  # the approved call runs before any step
     assert all("SECRET" not in _all_text(s) for s in spans)
 
@@ -219,10 +300,10 @@ def test_a_failed_run_and_an_aborted_run(exporter: InMemorySpanExporter) -> None
         exporter, model({"raise": {"kind": "auth", "status": 401, "message": "SECRET-KEY rejected"}}), prompt="x"
     )
     spans = exporter.get_finished_spans()
-    (step,) = _by_name(spans, telemetry.STEP)
+    (step,) = _by_name(spans, STEP)
     assert step.attributes is not None
     assert (step.attributes["stepline.outcome"], step.attributes["stepline.error_code"]) == ("failed", "auth")
-    (call_span,) = _by_name(spans, telemetry.MODEL_CALL)
+    (call_span,) = _by_name(spans, CHAT)
     assert call_span.attributes is not None and call_span.attributes["error.type"] == "ModelCallError"
     assert all("SECRET" not in _all_text(s) for s in spans)
     exporter.clear()
@@ -242,14 +323,14 @@ def test_a_failed_run_and_an_aborted_run(exporter: InMemorySpanExporter) -> None
         exporter, model(tool_step(call("c1", "t"))), prompt="x", tools=[Tool(name="t", execute=stop)], abort=signal
     )
     spans = exporter.get_finished_spans()
-    (run_span,) = _by_name(spans, telemetry.RUN)
+    (run_span,) = _by_name(spans, RUN)
     assert run_span.attributes is not None and run_span.attributes["stepline.outcome"] == "aborted"
-    (tool_span,) = _by_name(spans, telemetry.TOOL)
+    (tool_span,) = _tools(spans)
     assert tool_span.attributes is not None and tool_span.attributes["error.type"] == "CancelledError"
 
 
 def test_no_tracer_means_no_spans_and_no_cost() -> None:
-    with telemetry.span(None, telemetry.RUN, {"a": 1}) as span:
+    with telemetry.span(None, RUN, {"a": 1}) as span:
         span.set("b", 2)
         span.error(ValueError("x"))
     scripted = model(text_step("hi"))
@@ -269,8 +350,11 @@ def test_the_span_helper_with_a_duck_typed_tracer() -> None:
         def set_attribute(self, key: str, value: Any) -> None:
             recorded.append((key, value))
 
+        def set_status(self, status: Any) -> None:
+            recorded.append(("status", status.status_code.name))
+
     class FakeTracer:
-        def start_as_current_span(self, name: str, attributes: Any) -> Any:
+        def start_as_current_span(self, name: str, attributes: Any, **options: Any) -> Any:
             from contextlib import nullcontext
 
             recorded.append((name, attributes))
@@ -280,7 +364,7 @@ def test_the_span_helper_with_a_duck_typed_tracer() -> None:
         span.set("later", 3)
         span.set("skipped", None)
         raise KeyError("boom")
-    assert recorded == [("n", {"k": "v"}), ("later", 3), ("error.type", "KeyError")]
+    assert recorded == [("n", {"k": "v"}), ("later", 3), ("error.type", "KeyError"), ("status", "ERROR")]
 
 
 def test_the_loop_does_not_import_opentelemetry() -> None:
@@ -291,3 +375,16 @@ def test_the_loop_does_not_import_opentelemetry() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+def test_the_conventions_check_catches_what_it_should(exporter: InMemorySpanExporter) -> None:
+    tracer = _tracer(exporter)
+    with tracer.start_as_current_span("chat wrong", attributes={"gen_ai.operation.name": "chat", "gen_ai.system": "x"}):
+        pass
+    with tracer.start_as_current_span("x", attributes={"gen_ai.made_up": 1, "gen_ai.operation.name": "chatting"}):
+        pass
+    problems = span_problems(exporter.get_finished_spans())
+    assert any("gen_ai.system is deprecated" in p for p in problems)
+    assert any("is named 'chat None'" in p for p in problems)
+    assert any("gen_ai.made_up is not a semantic-convention attribute" in p for p in problems)
+    assert any("'chatting' is not a GenAI operation" in p for p in problems)

@@ -22,6 +22,7 @@ import { PreviewLink } from './FilePreview';
 import { Icon, Spinner } from './Icon';
 import { Markdown } from './Markdown';
 import { ProcessPartFallback, renderTraceParts, type PartContext } from './Parts';
+import { InspectButton } from './RunInspector';
 
 /** Elapsed time from metadata.startedAt; ticks each second only while active, frozen otherwise. */
 function useElapsed(startedAt: number | undefined, endedAt: number | undefined, active: boolean): number | undefined {
@@ -257,11 +258,17 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
           )}
         </div>
       )}
+      {!live && metadata.runId && !(facts.state !== 'error' && canRegenerate) && (
+        <div className="message-actions">
+          <InspectButton runId={metadata.runId} />
+        </div>
+      )}
       {facts.state !== 'error' && canRegenerate && (
         <div className="message-actions">
           <button type="button" className="link" onClick={onRegenerate} data-testid="regenerate">
             <Icon name="refresh" /> Regenerate
           </button>
+          {!live && metadata.runId && <InspectButton runId={metadata.runId} />}
           {metadata.usage?.totalTokens !== undefined && (
             <span className="muted">{metadata.usage.totalTokens} tokens</span>
           )}

@@ -92,6 +92,7 @@ def decide_approval(
     reason: str | None,
     now: int,
     decided_by: str | None = None,
+    trace: str | None = None,
 ) -> tuple[DecisionResult | None, Gone | None]:
     """Compare-and-set `requested → processing` with the decision.
 
@@ -116,6 +117,7 @@ def decide_approval(
         reason=reason,
         decided_at=now,
         decided_by=decided_by,
+        decision_trace=trace,
         claim_token=f"{approval_id}:{now}",
     )
     unit.put(approval)

@@ -107,6 +107,7 @@ def start_turn(unit: Unit, user_id: str, turn: TurnStart) -> TurnStarted:
         agent=turn.agent,
         agent_fingerprint=turn.agent_fingerprint,
         context=turn.context,
+        trace=turn.trace,
         started_at=turn.now,
         heartbeat_at=turn.now,
     )
