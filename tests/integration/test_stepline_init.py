@@ -23,8 +23,14 @@ from samtranslator.translator.transform import transform
 
 from stepline.cli import main
 from stepline.project.scaffold import InitError, init_project
-from stepline.project.template import AGENT_LAYER, load_template
+from stepline.project.template import AGENT_LAYER
 from stepline.protocol.sse import decode_ui_message_stream
+from stepline.stack.cfn_yaml import load
+
+
+def load_template(path: Path) -> dict[str, Any]:
+    return load(path.read_text())
+
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO / "shared"
@@ -40,24 +46,35 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("STEPLINE_", "AWS_", "OPENAI_", "ANTHROPIC_"))}
-    return env | {"PYTHONPATH": str(SHARED)} | extra
+    return env | {"PYTHONPATH": os.pathsep.join([str(SHARED), "src"])} | extra  # as `pip install -e .` would
 
 
 def test_it_writes_the_project_files_and_refuses_to_overwrite_them(project: Path) -> None:
     written = {str(p.relative_to(project)) for p in project.rglob("*") if p.is_file()}
-    assert written == {
+    ours = {p for p in written if not p.startswith("stack/")}
+    assert ours == {
         "pyproject.toml",
-        "agent.py",
+        "src/agent.py",
+        "src/book.json",
+        "src/requirements.txt",
         "tests/test_agent.py",
-        "book.json",
-        "requirements.txt",
         "README.md",
         ".gitignore",
         "template.yaml",
     }
+    stack = written - ours
+    assert {"stack/layer/requirements.txt", "stack/statemachine/agent_run.asl.json", "stack/web/index.html"} <= stack
+    assert "stack/functions/model_step/app.py" in stack and "stack/functions/api/run.sh" in stack
+    assert os.access(project / "stack/functions/api/run.sh", os.X_OK)  # the stream function's start script
+    assert not any(p.endswith((".map", ".pyc")) for p in stack)
     readme = (project / "README.md").read_text()
     assert "STEPLINE_AGENT=agent:agent stepline dev" in readme and "python -m pytest" in readme
-    assert f'pip install -e "{REPO}[local]" -e ".[dev]"' in readme
+    assert 'pip install -e ".[dev]"' in readme and str(REPO) not in readme  # stepline is a dependency, not a path
+    (dev_line,) = [line for line in readme.splitlines() if line.startswith("STEPLINE_AGENT=agent:agent stepline dev")]
+    assert "in memory" not in dev_line and ".stepline/" in readme  # dev keeps its state in .stepline/
+    assert "stepline==0.1.0" in (project / "pyproject.toml").read_text()
+    ignored = (project / ".gitignore").read_text().splitlines()
+    assert {".stepline/", ".aws-sam/", ".venv/", "__pycache__/", ".pytest_cache/"} <= set(ignored)
     with pytest.raises(InitError, match="already exist"):
         init_project(project)
 
@@ -165,7 +182,7 @@ def test_the_projects_template_validates_offline(project: Path, monkeypatch: pyt
             value = resource.get("Properties", {}).get(key)
             if isinstance(value, str):
                 assert (project / value).exists(), value
-    assert source["Resources"][AGENT_LAYER]["Properties"]["ContentUri"] == "."
+    assert source["Resources"][AGENT_LAYER]["Properties"]["ContentUri"] == "src/"
     packaged: dict[str, Any] = copy.deepcopy(source)
     for logical_id, resource in packaged["Resources"].items():
         properties = resource.get("Properties", {})
@@ -202,10 +219,14 @@ def test_the_projects_template_validates_offline(project: Path, monkeypatch: pyt
 def test_template_only_writes_the_template_again(project: Path, tmp_path: Path) -> None:
     copy_dir = tmp_path / "again"
     copy_dir.mkdir()
-    (copy_dir / "agent.py").write_text("# mine\n")
+    (copy_dir / "src").mkdir()
+    (copy_dir / "src" / "agent.py").write_text("# mine\n")
+    (copy_dir / "stack" / "functions" / "gone").mkdir(parents=True)  # a function an older release had
     scaffold = init_project(copy_dir, template_only=True)
-    assert scaffold.written == ["template.yaml"]
-    assert (copy_dir / "agent.py").read_text() == "# mine\n"
+    assert scaffold.written == ["template.yaml", "stack/"]
+    assert (copy_dir / "src" / "agent.py").read_text() == "# mine\n"
+    assert not (copy_dir / "stack" / "functions" / "gone").exists()  # stack/ is written whole
+    assert (copy_dir / "stack" / "functions" / "model_step" / "app.py").is_file()
     assert (
         load_template(copy_dir / "template.yaml")["Resources"].keys()
         == load_template(project / "template.yaml")["Resources"].keys()
@@ -232,7 +253,7 @@ PYRIGHT = REPO / "tests" / "node" / "node_modules" / ".bin" / "pyright"
 def test_the_generated_code_is_pyright_strict_clean(project: Path, tmp_path: Path) -> None:
     checked = tmp_path / "checked"
     shutil.copytree(project, checked)
-    settings = {"extraPaths": [str(SHARED)], "typeCheckingMode": "strict", "reportMissingTypeStubs": False}
+    settings = {"extraPaths": [str(SHARED), "src"], "typeCheckingMode": "strict", "reportMissingTypeStubs": False}
     (checked / "pyrightconfig.json").write_text(json.dumps(settings))
 
     def pyright() -> subprocess.CompletedProcess[str]:
@@ -241,6 +262,6 @@ def test_the_generated_code_is_pyright_strict_clean(project: Path, tmp_path: Pat
 
     clean = pyright()
     assert clean.returncode == 0, clean.stdout[-3000:] + clean.stderr
-    with (checked / "agent.py").open("a") as agent:
+    with (checked / "src" / "agent.py").open("a") as agent:
         agent.write('\nwrong: int = "not an int"\n')  # the check reads these files: a type error fails it
     assert pyright().returncode != 0
