@@ -3,7 +3,6 @@ from the project directory (a chat turn calls the project's tool), and its templ
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import shutil
@@ -18,14 +17,13 @@ from typing import Any
 
 import httpx
 import pytest
-from samtranslator.translator.managed_policy_translator import ManagedPolicyLoader
-from samtranslator.translator.transform import transform
 
 from stepline.cli import main
 from stepline.project.scaffold import InitError, init_project
 from stepline.project.template import AGENT_LAYER
 from stepline.protocol.sse import decode_ui_message_stream
 from stepline.stack.cfn_yaml import load
+from tests.support.project_template import validate_offline
 
 
 def load_template(path: Path) -> dict[str, Any]:
@@ -154,45 +152,10 @@ def test_stepline_dev_serves_the_projects_agent_from_its_directory(served: tuple
     assert "convert_temperature" in banner and "save_note (approval)" in banner
 
 
-class _StubPolicyLoader(ManagedPolicyLoader):
-    """Stands in for the IAM ListPolicies call the translator makes for managed policy names."""
-
-    def __init__(self) -> None:
-        pass
-
-    def load(self) -> dict[str, str]:
-        names = ["AWSXrayWriteOnlyAccess", "AWSLambdaBasicExecutionRole"]
-        return {name: f"arn:aws:iam::aws:policy/{name}" for name in names}
-
-
 def test_the_projects_template_validates_offline(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    lint = subprocess.run(
-        [sys.executable, "-c", "from cfnlint.runner import main; main()", "template.yaml"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert lint.returncode == 0 and lint.stdout.strip() == "", lint.stdout + lint.stderr
-    source = load_template(project / "template.yaml")
-    # every local path points into the Stepline checkout (as `sam build` resolves them from the project)
-    for resource in source["Resources"].values():
-        for key in ("CodeUri", "ContentUri", "DefinitionUri"):
-            value = resource.get("Properties", {}).get(key)
-            if isinstance(value, str):
-                assert (project / value).exists(), value
-    assert source["Resources"][AGENT_LAYER]["Properties"]["ContentUri"] == "src/"
-    packaged: dict[str, Any] = copy.deepcopy(source)
-    for logical_id, resource in packaged["Resources"].items():
-        properties = resource.get("Properties", {})
-        for key in ("CodeUri", "ContentUri"):
-            if isinstance(properties.get(key), str):
-                properties[key] = f"s3://artifacts/{logical_id}.zip"
-        if isinstance(properties.get("DefinitionUri"), str):
-            properties["DefinitionUri"] = {"Bucket": "artifacts", "Key": "agent_run.asl.json"}
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    translated = transform(packaged, {}, _StubPolicyLoader())
+    source, translated = validate_offline(project)
+    assert source["Resources"][AGENT_LAYER]["Properties"]["ContentUri"] == "src/"
     functions = {k: r for k, r in translated["Resources"].items() if r["Type"] == "AWS::Lambda::Function"}
     stepline_functions = [
         r
