@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -10,7 +11,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from stepline.loop.tools import Tool, ToolContext
 from stepline.tools.mcp import StdioServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,3 +84,14 @@ def closed_port_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}/mcp"
+
+
+def invoke(tool: Tool, arguments: dict[str, Any]) -> Any:
+    """Run a tool's executor once, outside any loop (its last output)."""
+
+    async def go() -> Any:
+        context = ToolContext(tool_call_id="call-1", tool_name=tool.name, run_id="run-1", messages=[])
+        outputs = [value async for value, _ in tool.run(tool.validate_input(arguments), context)]
+        return outputs[-1]
+
+    return asyncio.run(go())

@@ -9,7 +9,7 @@
         stop_when=is_step_count(8),
     )
 
-Every setting has the meaning it has in `stream_text` (spec 000's "streamText 参数全景"): an agent
+Every setting has the meaning it has in `stream_text` (the AI SDK's `streamText` options): an agent
 only holds them, and `loop_config` turns them into the `LoopConfig` of one step, so there is one
 loop, in process and on the durable path alike. What a durable run adds is written in
 docs/agents.md: the agent is rebuilt from its module in every process, the run context is fixed when
@@ -61,6 +61,7 @@ from ..protocol.model_messages import ProviderOptions, SystemModelMessage
 from ..protocol.to_model_messages import ReasoningPolicy
 from ..store.history import DEFAULT_BUDGET_CHARS
 from .fingerprint import digest
+from .toolsets import agent_tools
 
 __all__ = ["DEFAULT_MAX_STEPS", "Agent", "AgentDefinitionError", "DynamicInstructions", "ModelResolver"]
 
@@ -110,8 +111,8 @@ class Agent(BaseModel):
     model: Any = None
     instructions: Any = None
     tools: SkipValidation[Sequence[Tool]] = ()
-    """Checked by `_valid_tools`: a list becomes a tuple; a live toolset (an MCP toolset, whose tools
-    are listed when a step first needs them) is kept as it is."""
+    """Checked by `_valid_tools` (`agent_tools`): a list of tools becomes a tuple; a toolset (an MCP
+    toolset, whose tools are listed when a step first needs them), alone or in the list, stays live."""
     tool_approval: SkipValidation[Mapping[str, ApprovalSetting | ApprovalPolicy] | ApprovalPolicy | None] = None
     tool_choice: ToolChoice | None = None
     active_tools: tuple[str, ...] | None = None
@@ -182,14 +183,7 @@ class Agent(BaseModel):
         if not isinstance(data, dict):
             return data
         settings = cast(dict[str, Any], data)
-        tools: Any = settings.get("tools", ())
-        if isinstance(tools, list | tuple):
-            kinds = {type(t).__name__ for t in cast(Sequence[Any], tools) if not isinstance(t, Tool)}
-            if kinds:
-                raise ValueError(f"tools: expected tools (@tool or tool(...)), got {', '.join(sorted(kinds))}")
-            settings["tools"] = tuple(cast(Sequence[Tool], tools))
-        elif not isinstance(tools, Sequence):
-            raise ValueError("tools: expected a list of tools or a toolset")
+        settings["tools"] = agent_tools(settings.get("tools", ()))
         approval: Any = settings.get("tool_approval")
         if not (approval is None or callable(approval) or isinstance(approval, Mapping)):
             raise ValueError("tool_approval: expected a mapping of tool names, or a policy function")

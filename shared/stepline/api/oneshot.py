@@ -1,10 +1,10 @@
-"""The two text streams of spec 004 "Completion 与对象流": `useCompletion` and `experimental_useObject`.
+"""The two text streams beside the chat: `useCompletion` and `experimental_useObject`.
 
 Both are one model call through the same loop and model configuration as a chat (no tools, no
 run, nothing stored): the response is the model's text as a plain UTF-8 stream.
 
 - `POST /api/completion` `{prompt, ...body}` → the completion text (`useCompletion` with
-  `streamProtocol: "text"`, spec 004's client); with `?protocol=data` the same completion as a UI
+  `streamProtocol: "text"`); with `?protocol=data` the same completion as a UI
   Message Stream (the stock `useCompletion` default, `streamProtocol: "data"`).
 - `POST /api/object` `{input, schema, output?, ...body}` → the model's JSON text, asked for with
   structured output (`response_format` with the schema), which the client parses as it arrives and

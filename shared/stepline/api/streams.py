@@ -1,4 +1,4 @@
-"""The streaming routes: the chat, its resume, and the two text streams of spec 004."""
+"""The streaming routes: the chat, its resume, and the two text streams (completion, object)."""
 
 from __future__ import annotations
 

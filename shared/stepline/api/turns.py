@@ -106,7 +106,7 @@ def _new_reply(
     """A new run for a new user message.
 
     A run still waiting for the user (an approval, a question) is closed first: the user moved on
-    without answering (spec 000: the old turn becomes incomplete), and its pending approvals expire.
+    without answering (the old turn stays incomplete), and its pending approvals expire.
     A run that is working is left alone (409).
     """
     if message.role != "user":

@@ -1,4 +1,4 @@
-"""Lifecycle callbacks, fired in the order the AI SDK fires them (reference §8).
+"""Lifecycle callbacks, fired in the order the AI SDK's `streamText` fires them.
 
     on_start → prepare_step(0) → on_step_start → on_language_model_call_start → on_chunk…
     → on_language_model_call_end → on_tool_execution_start → (tool) → on_tool_execution_end

@@ -1,6 +1,6 @@
 """`LoopConfig`: everything about a run that is not its state (the `streamText` parameters).
 
-Pythonic names for the SDK's options (spec 000 "streamText 参数全景", reference §8). A config holds
+Pythonic names for the SDK's `streamText` options. A config holds
 callables (tools, callbacks, policies), so it is rebuilt in each process from settings; only
 `LoopState` is stored between steps.
 """

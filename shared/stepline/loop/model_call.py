@@ -5,7 +5,7 @@ first real part, as `streamText` does), tool calls are parsed and validated (thr
 `repair_tool_call` when that is configured), and approval parts are emitted right after the call
 they belong to. The tools themselves run after the call (`tool_execution`).
 
-Retry (spec 000 sub-flow 3, the rule is `retry.may_retry`): a transient failure (429, 5xx,
+Retry (the rule is `retry.may_retry`): a transient failure (429, 5xx,
 overloaded, timeout, dropped connection, or one of these as an in-stream error event) is retried
 only while nothing visible has been streamed in this step; the prompt already carries the
 completed steps' tool calls and results, so completed tools never run again. Each retry is

@@ -1,4 +1,4 @@
-"""Continue a paused run: apply approval decisions or client tool outputs (spec 000 sub-flow 2).
+"""Continue a paused run: apply approval decisions or client tool outputs (docs/loop.md, "Approvals").
 
 Decisions are re-checked against the run's own pending approvals (`approval.check_decisions`) and
 the approval policy is asked again (a policy that now denies turns an approval into a denial, as

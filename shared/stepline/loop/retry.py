@@ -1,4 +1,4 @@
-"""When a failed model call is retried: spec 000 sub-flow 3, decided here and only here.
+"""When a failed model call is retried: decided here and only here (docs/loop.md, "Retries").
 
     a transient failure (`is_transient`)             429 (honouring retry-after), 5xx, overloaded,
                                                      timeouts, dropped connections, and the same

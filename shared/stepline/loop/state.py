@@ -1,8 +1,8 @@
 """The loop's durable state between steps, and what a step says happens next.
 
 `LoopState` is everything a fresh process needs to run the next step: the conversation so far as
-model messages, the response messages of completed steps (the *checkpoint* of spec 000 sub-flow
-3: assistant tool calls and their tool results, so completed tools never run again), a record per
+model messages, the response messages of completed steps (the *checkpoint* a retry
+starts from: assistant tool calls and their tool results, so completed tools never run again), a record per
 step, the tool calls waiting for a human or a client, usage and retries. It is a versioned wire
 model: the AWS path stores it between Lambda invocations.
 

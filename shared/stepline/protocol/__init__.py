@@ -1,6 +1,6 @@
 """The Vercel AI SDK v7 UI Message Stream protocol (pure: the standard library and pydantic only).
 
-Mirrors `ai@7.0.173`; docs/protocol.md lists where it differs from 7.0.77 and from the specs.
+Mirrors `ai@7.0.173`; docs/protocol.md lists where it differs from 7.0.77 and where Stepline adds to it.
 The main entry points are re-exported here; the wire types live in their modules
 (`chunks`, `parts`, `stream_parts`, `model_messages`, `metadata`).
 """

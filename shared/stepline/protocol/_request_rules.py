@@ -7,7 +7,7 @@ What a server stores needs more, and these rules are checked before anything is 
   ids) have the store's key shape, `ID_PATTERN`: 1-200 characters, no `#`, no whitespace (an empty
   or megabyte-long id used to pass validation and fail in the store);
 - a tool call id is 1-200 characters (it comes from a provider, whose alphabet is its own);
-- a message's `metadata` is an object when present (Stepline's metadata is spec 000's object);
+- a message's `metadata` is an object when present (Stepline's metadata is an object);
 - a file URL (`file`, `reasoning-file`, and a steering message's files) is `http:`, `https:` or
   `data:`, as `new URL(url)` reads it; a `javascript:` link would otherwise be stored and later
   rendered by a client as a link.

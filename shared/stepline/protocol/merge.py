@@ -1,7 +1,7 @@
 """Deep merge of message metadata, as the AI SDK's `mergeObjects` (`packages/ai/src/util/merge-objects.ts`).
 
 Nested objects merge key by key; arrays and scalars replace; an explicit `null` overwrites (it does
-not keep the old value, which is where spec 004 differs from the real SDK). Keys that could pollute
+not keep the old value, as some servers of the protocol have it). Keys that could pollute
 a JavaScript prototype are skipped, so what Stepline stores is what a browser would hold.
 """
 

@@ -1,4 +1,4 @@
-"""Message metadata, schema version 1: the message-level facts of spec 000 ("metadata").
+"""Message metadata, schema version 1: the message-level facts Stepline records (times, usage, errors).
 
 Every field but `schemaVersion` is written only when it is known: an unknown value is absent,
 never an empty string, a zero or an empty object or array. `completedAt` stays absent while the run

@@ -2,7 +2,7 @@
 
 Mirrors `packages/ai/src/ui/ui-messages.ts` and the per-state rules of
 `packages/ai/src/ui/validate-ui-messages.ts` (`ai@7.0.173`), plus Stepline's documented extensions
-from spec 000: `executionStartedAt` on tool parts and `status`/`requestedAt`/`decidedAt` on
+(docs/protocol.md): `executionStartedAt` on tool parts and `status`/`requestedAt`/`decidedAt` on
 approvals. The extensions are kept in what Stepline stores and are stripped from messages that a
 client sends (`validate_ui_messages`), because the SDK strips them too and a client must never be
 able to set the server's approval facts.
@@ -149,7 +149,7 @@ class DataPart(_Part):
 class ToolApproval(_Part):
     """The approval object of a tool part.
 
-    `status`, `requested_at` and `decided_at` are Stepline extensions (spec 000); the SDK strips them.
+    `status`, `requested_at` and `decided_at` are Stepline extensions; the SDK strips them.
     """
 
     id: str

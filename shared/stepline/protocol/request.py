@@ -5,15 +5,14 @@ The body is what `HttpChatTransport.sendMessages` (`packages/ai/src/ui/http-chat
 SDK keys win over the extras; `messageId` is left out when the client has none. Messages are
 validated with `validate_ui_messages` (the SDK's `validateUIMessages`, plus Stepline's rule that a
 client may not send a system message), then with Stepline's rules for what it stores (`_request_rules`:
-id shapes, object metadata, safe file URLs). Spec 004 calls the parse/print pair the "transport codec"
-(`chatRequestFromMap` / `chatRequestToMap` / `messageToMap`); a failure is an
-`InvalidUIMessageError`, which the HTTP layer turns into 400.
+id shapes, object metadata, safe file URLs). `parse_chat_request` and `chat_request_to_wire` are
+the parse/print pair of the transport; a failure is an `InvalidUIMessageError`, which the HTTP
+layer turns into 400.
 
 `plan_turn` decides what the model sees and which assistant message the response is. It follows
-the real client (`packages/ai/src/ui/chat.ts`), which differs from spec 004's "regenerate" section:
-the client removes the regenerated assistant message itself and `regenerate()` sends no
-`messageId`, so spec 004's "messageId is required and must name an assistant message" would reject
-every regenerate of a real client.
+the real client (`packages/ai/src/ui/chat.ts`): the client removes the regenerated assistant
+message itself and `regenerate()` sends no `messageId`, so a server that required a `messageId`
+naming an assistant message would reject every regenerate of a real client.
 """
 
 from __future__ import annotations
@@ -77,7 +76,7 @@ def parse_chat_request(
     data_schemas: Mapping[str, Schema] | None = None,
     metadata_schema: Schema | None = None,
 ) -> ChatRequest:
-    """Parse a decoded request body (spec 004 `chatRequestFromMap`).
+    """Parse a decoded request body.
 
     Args:
         payload: The JSON body, decoded (use `loads_strict`, which rejects NaN like `JSON.parse`).
@@ -139,7 +138,7 @@ def _sdk_fields(body: Mapping[str, object]) -> tuple[str | None, Trigger | None,
         case _:
             reason = 'must be "submit-message" or "regenerate-message"'
             issues.append(("trigger", "required field is missing" if "trigger" not in body else reason))
-    message_id = body.get("messageId")  # spec 004 writes `null`; the real client leaves the key out
+    message_id = body.get("messageId")  # `null` is taken as absent; the real client leaves the key out
     if message_id is not None and not isinstance(message_id, str):
         issues.append(("messageId", "must be a string"))
         message_id = None
@@ -149,12 +148,12 @@ def _sdk_fields(body: Mapping[str, object]) -> tuple[str | None, Trigger | None,
 
 
 def message_to_wire(message: UIMessage) -> dict[str, Any]:
-    """A UIMessage as JSON (spec 004 `messageToMap`): camelCase keys, absent keys left out."""
+    """A UIMessage as JSON: camelCase keys, absent keys left out."""
     return message.to_wire()
 
 
 def chat_request_to_wire(request: ChatRequest) -> dict[str, Any]:
-    """The body `DefaultChatTransport` would send for this request (spec 004 `chatRequestToMap`)."""
+    """The body `DefaultChatTransport` would send for this request."""
     body: dict[str, Any] = dict(request.extra_body)
     body.update(id=request.id, messages=[message_to_wire(m) for m in request.messages], trigger=request.trigger)
     if request.message_id is not None:
@@ -224,7 +223,7 @@ def plan_turn(request: ChatRequest, *, known_message_ids: Collection[str] | None
     `regenerate-message`: `regenerate()` removes the assistant message on the client and sends no
     `messageId`, so the history is the list as sent. `regenerate({messageId})` sends the id of the
     removed message (not in the list) or of a user message (kept, the list is cut after it). A
-    client following spec 004 sends an assistant id that is still in the list: it and every later
+    client that keeps the answer in the list sends an assistant id that is still there: it and every later
     message are dropped. An id in neither the list nor `known_message_ids` (when given: the ids the
     chat store holds) is an error.
 

@@ -1,8 +1,8 @@
 """TextStreamPart: what a streamText-style agent loop emits, before it becomes UI chunks.
 
 Mirrors the `TextStreamPart` union of `packages/ai/src/generate-text/stream-text-result.ts`
-(`ai@7.0.173`); the class names follow the SDK's part `type` tags so that the mapping table of spec
-000 reads one-to-one (`TextDelta` is `text-delta`, `ToolCall` is `tool-call`, …). These are
+(`ai@7.0.173`); the class names follow the SDK's part `type` tags, so the mapping to UI chunks reads
+one-to-one (`TextDelta` is `text-delta`, `ToolCall` is `tool-call`, …). These are
 in-process values (an error is an exception object), so they are frozen dataclasses rather than
 wire models; `to_chunks.to_ui_message_chunk` turns them into the UI Message Stream.
 """
@@ -120,7 +120,7 @@ class StreamError:
 class Data:
     """Stepline extension (no SDK counterpart): application data, sent as a `data-<name>` chunk.
 
-    The loop uses it for `data-retry` (one per automatic retry, spec 000's data part table).
+    The loop uses it for `data-retry` (one per automatic retry, `{reason, attempt}`).
     """
 
     name: str

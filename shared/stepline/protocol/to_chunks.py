@@ -1,9 +1,9 @@
-"""TextStreamPart → UIMessageChunk: the mapping table of spec 000, one pure function.
+"""TextStreamPart → UIMessageChunk: the mapping from what the loop emits to the UI stream, one pure function.
 
 Mirrors `packages/ai/src/ui-message-stream/to-ui-message-chunk.ts` and the stateful wrapper
 `to-ui-message-stream.ts` of `ai@7.0.173`.
 
-Where spec 000 and `ai@7.0.173` differ, Stepline follows the real SDK (7.0.173):
+Where the SDK's versions or its documentation differ, Stepline follows the released package (7.0.173):
 - A failed tool call's `errorText` is the text the model receives (`getErrorMessage(error)`), not
   the `on_error` text, unless `redact_tool_errors` is set (it defaults to True when `on_error` is
   given). Replacing the text only in the UI would change the history the model sees next turn.

@@ -15,7 +15,7 @@ With default arguments `convert_to_model_messages` gives what `convertToModelMes
 - A file URL that is not absolute raises `MessageConversionError` (the SDK throws
   `TypeError: Invalid URL`); URLs are normalised as `new URL(url).href` does.
 
-Beyond the SDK (spec 004, "校验和转换"; spec 000 sub-flow 4): a reasoning policy, an
+Beyond the SDK (for the next turn's history, `stepline.store.history`): a reasoning policy, an
 unsupported-part policy, an empty-message policy, and `LegacyMessage` for stored messages that
 predate parts (their text content is all that is converted). Parts skipped silently by the SDK
 (other than source citations) are summarised in one warning on the `stepline.protocol` logger.

@@ -1,7 +1,7 @@
 """Write a UI Message Stream by hand: data, transient data, metadata, text, files, merged streams.
 
 The Pythonic `createUIMessageStream` (`packages/ai/src/ui-message-stream/create-ui-message-stream.ts`
-and `handle-ui-message-stream-finish.ts`, `ai@7.0.173`) and the writer of spec 004 "自定义数据":
+and `handle-ui-message-stream-finish.ts`, `ai@7.0.173`), with a writer for custom data parts:
 
     async def execute(writer: UIMessageStreamWriter) -> None:
         writer.write_transient_data("status", "retrieving")

@@ -1,7 +1,7 @@
 """The retries of a durable step, kept in its event log so that none is lost or counted twice.
 
 A step's attempts can span several invocations, and only a step that succeeds saves a checkpoint,
-so the log is where each attempt leaves its retries as `data-retry` chunks (spec 000's part:
+so the log is where each attempt leaves its retries as `data-retry` chunks (their data is
 `{reason, attempt}`):
 
     in-step retries (`run_model_call`)     a `data-retry` without an id, as the loop streams it

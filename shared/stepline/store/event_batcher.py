@@ -1,13 +1,13 @@
 """Turn a run's UI message chunks into the events the store appends: boundaries at once, deltas batched.
 
-Spec 000 ("并非所有 token delta 都必须永久保存…") and docs/data-model.md "The event log": state
+Not every token delta needs its own write (docs/data-model.md, "The event log"): state
 boundaries are persisted as they happen, high-frequency deltas are coalesced per time window.
 
 - A *boundary* chunk (every chunk except `text-delta`, `reasoning-delta` and `tool-input-delta`)
   first flushes the pending delta batch, then becomes an event of its own, written at once. Its
-  event `type` comes from `EVENT_TYPES` (spec 000's names where one fits). Boundary events are
+  event `type` comes from `EVENT_TYPES`. Boundary events are
   durable, except a transient data chunk: it is never part of the message, so its event is
-  `durable=False` ("仅实时展示", live display only) and expires with the delta batches.
+  `durable=False` (for live display only) and expires with the delta batches.
 - An *opening* boundary (`start-step`, `text-start`, `reasoning-start`: they show nothing by
   themselves) is held until the next chunk, and written with it in the same append, or by `poll()`
   once `window` has passed: the first token of a step costs one write, not three.

@@ -1,4 +1,4 @@
-"""The context for the next turn, rebuilt from stored messages (spec 000 sub-flow 4).
+"""The context for the next turn, rebuilt from stored messages.
 
 Recent messages are taken newest first until a character budget is spent (the newest user
 message always fits). A message whose parts are complete goes through `convert_to_model_messages`,

@@ -1,4 +1,4 @@
-"""The store port: every durable operation of spec 000's "事务边界与状态不变量", one method each.
+"""The store port: every durable operation, one method each (docs/data-model.md, "Transaction boundaries").
 
 Every method takes the owning user first; an id of another user's item is simply not found.
 Each method is one atomic unit (one DynamoDB transaction, or one critical section in memory):

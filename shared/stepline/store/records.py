@@ -1,4 +1,4 @@
-"""The records the store keeps: the seed's nine entities, with their state sets and transitions.
+"""The records the store keeps: nine kinds of record, with their state sets and transitions.
 
 Plain pydantic models (snake_case); each backend maps them to its own items. Times are epoch
 milliseconds. A status moves only along `TRANSITIONS`; a terminal status is never left.
@@ -66,8 +66,8 @@ LIVE_MESSAGE_STATUS: Final[dict[str, MessageStatus]] = {
 }
 """The assistant message's status while its run lives, by the run's status: one vocabulary.
 
-The conversation says which wait (`waiting_approval`, `waiting_user`, as spec 000's conversations
-table does); the message says `waiting` for either (spec 000's messages table). A run that waits
+The conversation says which wait (`waiting_approval`, `waiting_user`); the message says `waiting`
+for either. A run that waits
 for an approval or for the user's answer moves its message to `waiting` in the same transaction,
 and back to `streaming` when it runs again; the run's end makes the message terminal."""
 
@@ -108,7 +108,7 @@ class _Record(BaseModel):
 
 
 class ConversationRecord(_Record):
-    """A conversation (seed table `conversations`)."""
+    """A conversation."""
 
     user_id: str
     conversation_id: str
@@ -124,7 +124,7 @@ class ConversationRecord(_Record):
 
 
 class MessageRecord(_Record):
-    """A user or assistant message; `parts` are the rendering truth (seed table `messages`)."""
+    """A user or assistant message; `parts` are the rendering truth."""
 
     user_id: str
     conversation_id: str
@@ -148,7 +148,7 @@ class MessageRecord(_Record):
 
 
 class RunRecord(_Record):
-    """One agent loop run (seed table `agent_runs`)."""
+    """One agent loop run."""
 
     user_id: str
     run_id: str
@@ -184,7 +184,7 @@ class RunRecord(_Record):
 
 
 class StepRecordRow(_Record):
-    """One model step of a run (seed table `agent_steps`)."""
+    """One model step of a run."""
 
     user_id: str
     run_id: str
@@ -200,7 +200,7 @@ class StepRecordRow(_Record):
 
 
 class ToolCallRecord(_Record):
-    """One tool call and its outcome (seed table `tool_calls`)."""
+    """One tool call and its outcome."""
 
     user_id: str
     run_id: str
@@ -218,7 +218,7 @@ class ToolCallRecord(_Record):
 
 
 class ApprovalRecord(_Record):
-    """One approval request and its decision (seed table `tool_approvals`)."""
+    """One approval request and its decision."""
 
     user_id: str
     approval_id: str
@@ -241,7 +241,7 @@ class ApprovalRecord(_Record):
 
 
 class CheckpointRecord(_Record):
-    """A resumable snapshot of the loop state (seed table `agent_checkpoints`)."""
+    """A resumable snapshot of the loop state."""
 
     user_id: str
     run_id: str
@@ -264,7 +264,7 @@ class NewEvent(_Record):
 
 
 class EventRecord(_Record):
-    """One stored event of a run's log (seed table `agent_stream_events`)."""
+    """One stored event of a run's log."""
 
     user_id: str
     run_id: str
@@ -277,7 +277,7 @@ class EventRecord(_Record):
 
 
 class ArtifactRecord(_Record):
-    """A file, document, prototype, URL or task a run produced (seed table `agent_artifacts`)."""
+    """A file, document, prototype, URL or task a run produced."""
 
     user_id: str
     artifact_id: str

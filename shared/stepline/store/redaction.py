@@ -1,4 +1,4 @@
-"""Masking secrets before anything is persisted or logged (spec 000, "索引、容量与安全").
+"""Masking secrets before anything is persisted or logged (docs/data-model.md, "Secrets").
 
 Two rules, applied to a deep copy (the input is never changed):
 

@@ -5,8 +5,8 @@ A toolset module exposes `TOOLS: list[Tool]` (or `tools()`), and optionally
 other sequence or mapping (`stepline.tools.mcp.McpToolset` and its `approval`) is kept as it is,
 because it is live: the worker reads it again at every step. Shipped: `stepline.tools.workspace` (the
 conversation's files, artifacts and questions for the user; the default of the worker functions'
-settings), `stepline.tools.demo` (a made-up forecast and a pretend delete; `stepline run`'s
-default) and `stepline.tools.mcp` (the tools of MCP servers named by `STEPLINE_MCP_SERVERS`).
+settings), `stepline.tools.demo` (a made-up forecast and a pretend delete, for demos and
+tests) and `stepline.tools.mcp` (the tools of MCP servers named by `STEPLINE_MCP_SERVERS`).
 Tools that need the run (its user, conversation, store) read the `RunContext` of
 `stepline.tools.context`.
 """

@@ -16,8 +16,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from stepline.agent.definition import Agent
 from stepline.loop.stream_text import stream_text
-from stepline.loop.tools import Tool, ToolContext
+from stepline.loop.tools import Tool
 from stepline.protocol import stream_parts as sp
 from stepline.protocol.model_messages import ContentOutput, ErrorTextOutput, ToolModelMessage, ToolResultPart
 from stepline.runtime.guard import StoreToolGuard
@@ -28,7 +29,7 @@ from stepline.tools.mcp.results import to_model_output
 from stepline.tools.mcp.secrets import ParameterHeaders
 from tests.contract.test_store_contract import USER, start
 from tests.support.aws_env import use_fake_aws
-from tests.support.mcp import HttpMcp, closed_port_url, http_mcp, stdio_mcp
+from tests.support.mcp import HttpMcp, closed_port_url, http_mcp, invoke, stdio_mcp
 from tests.unit.loop.support import call, collect, model, text_step, tool_step
 
 ALL = ["add", "echo", "pixel", "readme", "fail", "crash", "wait", "delete_row", "whoami"]
@@ -46,15 +47,6 @@ def http(url: str, **options: Any) -> HttpServer:
 
 def by_name(toolset: McpToolset) -> dict[str, Tool]:
     return {t.name: t for t in toolset}
-
-
-def invoke(tool: Tool, arguments: dict[str, Any]) -> Any:
-    async def go() -> Any:
-        context = ToolContext(tool_call_id="call-1", tool_name=tool.name, run_id="run-1", messages=[])
-        outputs = [value async for value, _ in tool.run(tool.validate_input(arguments), context)]
-        return outputs[-1]
-
-    return asyncio.run(go())
 
 
 # -- listing ------------------------------------------------------------------------------------------------
@@ -123,6 +115,13 @@ def test_approval_per_tool_and_a_default_for_the_rest(live: HttpMcp) -> None:
         [http(live.url, allowedTools=["add", "echo"], approval={"*": "user-approval", "add": "approved"})]
     )
     assert dict(everything.approval) == {"add": "approved", "echo": "user-approval"}
+
+
+def test_each_tool_carries_its_approval_so_an_agent_needs_no_policy_of_its_own(live: HttpMcp) -> None:
+    toolset = McpToolset([http(live.url, allowedTools=["add", "echo"], approval={"echo": "user-approval"})])
+    assert {t.name: t.approval for t in toolset} == {"add": None, "echo": "user-approval"}
+    agent = Agent(tools=[toolset])
+    assert (agent.approval_of("echo"), agent.approval_of("add")) == ("required", "none")
 
 
 def test_the_approval_policy_stays_live_while_a_server_is_unlisted() -> None:

@@ -1,12 +1,14 @@
 """MCP servers as a toolset: their tools as ordinary `Tool`s, listed once per process.
 
-`McpToolset` is a live `Sequence[Tool]`: the worker reads it at every step (`Services.loop_config`
+`McpToolset` is a live `Sequence[Tool]` (`LiveTools`): the worker reads it at every step (`Services.loop_config`
 copies it), and the first read lists each server's tools. A server that lists is never asked again
 in this process; one that is down is skipped (its tools are missing from that step, the run goes
 on) and asked again at a later step, at most every `retry_seconds`. Its `approval` mapping is live
 the same way.
 
-Each tool's executor opens a session, calls the tool and maps the result
+Each tool carries its server entry's approval (`Tool.approval`), so an `Agent` that lists the
+toolset among its `tools` waits for a person where the entry says so, with no `tool_approval` of
+its own. Each tool's executor opens a session, calls the tool and maps the result
 (`stepline.tools.mcp.results`); every failure is an `McpToolError`, which the loop turns into a
 tool error the model reads. The call goes through the loop's tool guard like any other tool, so
 on AWS it is claimed in the store before it runs and never run twice (see docs/tools.md).
@@ -20,11 +22,12 @@ import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
 from mcp.types import Tool as McpTool
 from pydantic import JsonValue
 
+from ...agent.toolsets import LiveTools
 from ...loop.config import ApprovalSetting
 from ...loop.tools import Tool, ToolContext
 from .config import HttpServer, StdioServer, exposed_name
@@ -48,7 +51,7 @@ def _run(coroutine: Coroutine[Any, Any, _T]) -> _T:
         return pool.submit(asyncio.run, coroutine).result()
 
 
-class McpToolset(Sequence[Tool]):
+class McpToolset(LiveTools):
     """The tools of `servers`, and optionally function tools served beside them.
 
     Example:
@@ -88,24 +91,11 @@ class McpToolset(Sequence[Tool]):
         self.approval: Mapping[str, ApprovalSetting] = _LiveApproval(self)
         """Approval per exposed tool name: the function tools' and each listed server's."""
 
-    # -- Sequence[Tool] ------------------------------------------------------------------------------
+    # -- the tools, read afresh (LiveTools) -----------------------------------------------------------
 
     def _current(self) -> list[Tool]:
         self._list_due()
         return [*self._functions, *(t for s in self._servers for t in self._listed.get(s.name, []))]
-
-    def __iter__(self) -> Iterator[Tool]:
-        return iter(self._current())
-
-    def __len__(self) -> int:
-        return len(self._current())
-
-    @overload
-    def __getitem__(self, index: int) -> Tool: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Tool]: ...
-    def __getitem__(self, index: int | slice) -> Tool | Sequence[Tool]:
-        return self._current()[index]
 
     def approvals(self) -> dict[str, ApprovalSetting]:
         self._list_due()
@@ -141,13 +131,13 @@ class McpToolset(Sequence[Tool]):
                 log.warning("MCP server %s: tool %s is left out, its name %s is taken", server.name, remote.name, name)
                 continue
             taken.add(name)
-            tools.append(self._tool(server, remote, name))
             approval: ApprovalSetting | None = server.approval_for(remote.name)
+            tools.append(self._tool(server, remote, name, approval))
             if approval is not None:
                 self._approval[name] = approval
         return tools
 
-    def _tool(self, server: Server, remote: McpTool, name: str) -> Tool:
+    def _tool(self, server: Server, remote: McpTool, name: str, approval: ApprovalSetting | None) -> Tool:
         headers = self._headers
 
         async def execute(arguments: Any, context: ToolContext) -> JsonValue:
@@ -165,6 +155,7 @@ class McpToolset(Sequence[Tool]):
             input_schema=schema,
             execute=execute,
             to_model_output=to_model_output,
+            approval=approval,
         )
 
 
