@@ -255,7 +255,7 @@ def _reconciler(
 
 
 def reconciler_handler() -> Handler:
-    """The reconciler function's handler (`stepline/stack/functions/reconciler/app.py`): execution status changes and the sweep."""
+    """The reconciler function's handler (`stack/functions/reconciler/app.py`): status changes and the sweep."""
     from ..runtime.reconcile import handle_event
 
     built: list[tuple[Services, StepFunctionsOrchestrator]] = []
