@@ -5,9 +5,6 @@ run that was waiting for an approval when the server restarted is decided and fi
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -18,16 +15,11 @@ import httpx
 import pytest
 
 from stepline.project.scaffold import init_project
+from tests.support.dev_process import dev_process, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 STEPLINE = Path(sys.executable).with_name("stepline")
 WAIT_SECONDS = 120  # a deadline for a condition, never a measured duration
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def until(condition: Any, what: str, log: Path) -> Any:
@@ -49,25 +41,10 @@ def reloading(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
     init_project(project)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("STEPLINE_", "AWS_", "OPENAI_", "ANTHROPIC_"))}
     env |= {"PYTHONPATH": os.pathsep.join([str(REPO / "shared"), "src"]), "STEPLINE_WEB_DIST": str(tmp_path / "ui")}
-    port = free_port()
-    log = tmp_path / "dev.log"
+    port, log = free_port(), tmp_path / "dev.log"
     command = [str(STEPLINE), "dev", "--reload", "--port", str(port), "--agent", "agent:agent"]
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            command, cwd=project, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        until(lambda: httpx.get(url + "/api/health", timeout=5).status_code == 200, "the first start", log)
+    with dev_process(command, cwd=project, env=env, log=log, port=port) as url:
         yield url, project, log
-    finally:
-        os.killpg(process.pid, signal.SIGINT)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    assert process.returncode == 0, log.read_text()
 
 
 def note_part(client: httpx.Client, conversation: str) -> dict[str, Any] | None:

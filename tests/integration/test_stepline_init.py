@@ -6,11 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +20,7 @@ from stepline.project.scaffold import InitError, init_project
 from stepline.project.template import AGENT_LAYER
 from stepline.protocol.sse import decode_ui_message_stream
 from stepline.stack.cfn_yaml import load
+from tests.support.dev_process import dev_process, free_port
 from tests.support.project_template import validate_offline
 
 
@@ -91,45 +89,12 @@ def test_the_generated_tests_pass(project: Path) -> None:
     assert "5 passed" in done.stdout
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def served(project: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    port = free_port()
-    log = tmp_path / "dev.log"
+    port, log = free_port(), tmp_path / "dev.log"
     env = clean_env(STEPLINE_AGENT="agent:agent", STEPLINE_WEB_DIST=str(tmp_path / "no-ui"))
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [str(STEPLINE), "dev", "--port", str(port)],
-            cwd=project,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            try:
-                httpx.get(url + "/api/health", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.2)
+    with dev_process([str(STEPLINE), "dev", "--port", str(port)], cwd=project, env=env, log=log, port=port) as url:
         yield url, log
-    finally:
-        os.killpg(process.pid, signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 def test_stepline_dev_serves_the_projects_agent_from_its_directory(served: tuple[str, Path]) -> None:

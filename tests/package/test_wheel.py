@@ -15,8 +15,6 @@ install times) are printed, not asserted.
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tarfile
@@ -32,6 +30,7 @@ from stepline import __version__
 from stepline.protocol.sse import decode_ui_message_stream
 from tests.package.test_stack_resources import anchors_and_aliases
 from tests.readme.test_run_command import fresh_copy
+from tests.support.dev_process import dev_process, free_port
 from tests.support.project_template import validate_offline
 
 REPO = Path(__file__).resolve().parents[2]
@@ -109,39 +108,12 @@ def test_version(venv: Path) -> None:
     assert Path(where.stdout.strip()).is_relative_to(venv)  # the installed package, not this checkout
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def served(venv: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     port, log = free_port(), tmp_path / "dev.log"
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [str(venv / "bin" / "stepline"), "dev", "--port", str(port)],
-            cwd=tmp_path,
-            env=user_env(venv),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            try:
-                httpx.get(url + "/api/health", timeout=2)
-                break
-            except httpx.TransportError:
-                time.sleep(0.3)
+    command = [str(venv / "bin" / "stepline"), "dev", "--port", str(port)]
+    with dev_process(command, cwd=tmp_path, env=user_env(venv), log=log, port=port) as url:
         yield url, log
-    finally:
-        os.killpg(process.pid, signal.SIGINT)
-        assert process.wait(timeout=60) == 0, log.read_text()
 
 
 def test_stepline_dev_serves_the_ui_and_a_chat_without_node(served: tuple[str, Path], venv: Path) -> None:

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 import yaml
-from samtranslator.translator.managed_policy_translator import ManagedPolicyLoader
 from samtranslator.translator.transform import transform
 from samtranslator.yaml_helper import intrinsics_multi_constructor
 
 from stepline.aws.wiring import Settings
+from tests.support.project_template import StubPolicyLoader
 
 REPO = Path(__file__).resolve().parents[3]
 TEMPLATE = REPO / "template.yaml"
@@ -105,17 +105,6 @@ class _SamLoader(yaml.SafeLoader):
 _SamLoader.add_multi_constructor("!", intrinsics_multi_constructor)
 
 
-class _StubPolicyLoader(ManagedPolicyLoader):
-    """Stands in for the IAM ListPolicies call the translator makes for managed policy names."""
-
-    def __init__(self) -> None:
-        pass
-
-    def load(self) -> dict[str, str]:
-        names = ["AWSXrayWriteOnlyAccess", "AWSLambdaBasicExecutionRole"]
-        return {name: f"arn:aws:iam::aws:policy/{name}" for name in names}
-
-
 # -- fixtures --------------------------------------------------------------------------------------
 
 
@@ -140,7 +129,7 @@ def translated(source: Template) -> Iterator[Template]:
     with pytest.MonkeyPatch.context() as monkeypatch:
         # The translator derives the partition of managed-policy ARNs from the boto3 region.
         monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        yield transform(packaged, {}, _StubPolicyLoader())
+        yield transform(packaged, {}, StubPolicyLoader())
 
 
 def _resources(template: Template, kind: str) -> dict[str, dict[str, Any]]:
