@@ -134,8 +134,9 @@ def main() -> None:
         "POWERTOOLS_METRICS_NAMESPACE": "Stepline",
     }
     targets = {"(python, nothing)": "nothing", "(import boto3)": "boto3"}
-    targets |= {path.parent.name: str(path) for path in sorted((ROOT / "functions").glob("*/app.py"))}
-    targets["model_step (SnapStart)"] = f"snapstart:{ROOT / 'functions' / 'model_step' / 'app.py'}"
+    functions = ROOT / "shared" / "stepline" / "stack" / "functions"
+    targets |= {path.parent.name: str(path) for path in sorted(functions.glob("*/app.py"))}
+    targets["model_step (SnapStart)"] = f"snapstart:{functions / 'model_step' / 'app.py'}"
     print(f"Python {sys.version.split()[0]}; model {args.model}; median of {args.runs} fresh processes; seconds")
     print(f"{'function':<24} {'import':>7} {'init':>7} {'total':>7} {'modules':>8}  heavy packages imported")
     also = {**env, "PYTHONPATH": str(Path(args.also).resolve() / "shared")} if args.also else None

@@ -8,13 +8,15 @@
         A JSON array of UIMessages → the model messages as JSON.
     stepline run [--agent MODULE:ATTR] [--model M] [--tools MODULE] [--sse] [--approve|--deny] PROMPT
         One agent turn in this process (see `run_cli`).
-    stepline dev [--host H] [--port P] [--data DIR | --memory | --aws]
-        The API and the durable runtime on this machine (see `stepline.local.dev`); its state is
-        kept in DIR (default .stepline/), or in memory only with --memory.
+    stepline dev [--host H] [--port P] [--data DIR | --memory | --aws] [--agent MODULE:ATTR] [--reload]
+                 [--log-level LEVEL]
+        The API, the web UI and the durable runtime on this machine (see `stepline.dev_cli`); its
+        state is kept in DIR (default .stepline/), or in memory only with --memory.
     stepline runs list [--data DIR] | stepline runs show RUN_ID [--data DIR | --url URL --token T] [--json]
         The run inspector in the terminal (see `runs_cli`).
-    stepline init DIR [--force] [--template-only] [--stepline PATH]
-        A project of your own: an agent, its tests, its template (see `stepline.project.scaffold`).
+    stepline init DIR [--force] [--template-only]
+        A project of your own: an agent, its tests, its stack (see `stepline.project.scaffold`).
+    stepline --version
 
 FILE absent or `-` reads standard input. Invalid input or a protocol violation prints what was
 wrong on standard error and exits non-zero (2 for unreadable input, 1 for a protocol violation).
@@ -30,6 +32,8 @@ from typing import Any, TextIO
 
 from pydantic import TypeAdapter, ValidationError
 
+from . import __version__
+from .dev_cli import add_dev_parser
 from .errors import InvalidUIMessageError, MessageConversionError, ProtocolError, StepLineError
 from .project.command import add_init_parser
 from .protocol._json import dumps, loads_strict
@@ -119,6 +123,7 @@ def _convert(args: argparse.Namespace, out: TextIO) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stepline", description="Durable AI agent conversations on AWS serverless.")
+    parser.add_argument("--version", action="version", version=f"stepline {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     protocol = commands.add_parser("protocol", help="work with UI Message Stream data").add_subparsers(
         dest="action", required=True
@@ -137,25 +142,8 @@ def _parser() -> argparse.ArgumentParser:
     add_run_parser(commands)
     add_runs_parser(commands)
     add_init_parser(commands)
-    dev = commands.add_parser("dev", help="serve Stepline locally on embedded backends (moto)")
-    dev.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
-    dev.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000; 0: any free port)")
-    storage = dev.add_mutually_exclusive_group()
-    storage.add_argument(
-        "--data", metavar="DIR", default=".stepline", help="keep the state in this folder (default .stepline)"
-    )
-    storage.add_argument("--memory", action="store_true", help="keep nothing: the state is gone when the server stops")
-    storage.add_argument(
-        "--aws", action="store_true", help="serve the API over a deployed stack (STEPLINE_* variables)"
-    )
-    dev.set_defaults(handler=_dev)
+    add_dev_parser(commands)
     return parser
-
-
-def _dev(args: argparse.Namespace, out: TextIO) -> None:
-    from .local.dev import serve
-
-    serve(args.host, args.port, aws=args.aws, data_dir=None if args.memory else Path(args.data), out=out)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:

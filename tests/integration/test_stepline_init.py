@@ -3,28 +3,30 @@ from the project directory (a chat turn calls the project's tool), and its templ
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from samtranslator.translator.managed_policy_translator import ManagedPolicyLoader
-from samtranslator.translator.transform import transform
 
 from stepline.cli import main
 from stepline.project.scaffold import InitError, init_project
-from stepline.project.template import AGENT_LAYER, load_template
+from stepline.project.template import AGENT_LAYER
 from stepline.protocol.sse import decode_ui_message_stream
+from stepline.stack.cfn_yaml import load
+from tests.support.dev_process import dev_process, free_port
+from tests.support.project_template import validate_offline
+
+
+def load_template(path: Path) -> dict[str, Any]:
+    return load(path.read_text())
+
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO / "shared"
@@ -40,24 +42,35 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("STEPLINE_", "AWS_", "OPENAI_", "ANTHROPIC_"))}
-    return env | {"PYTHONPATH": str(SHARED)} | extra
+    return env | {"PYTHONPATH": os.pathsep.join([str(SHARED), "src"])} | extra  # as `pip install -e .` would
 
 
 def test_it_writes_the_project_files_and_refuses_to_overwrite_them(project: Path) -> None:
     written = {str(p.relative_to(project)) for p in project.rglob("*") if p.is_file()}
-    assert written == {
+    ours = {p for p in written if not p.startswith("stack/")}
+    assert ours == {
         "pyproject.toml",
-        "agent.py",
+        "src/agent.py",
+        "src/book.json",
+        "src/requirements.txt",
         "tests/test_agent.py",
-        "book.json",
-        "requirements.txt",
         "README.md",
         ".gitignore",
         "template.yaml",
     }
+    stack = written - ours
+    assert {"stack/layer/requirements.txt", "stack/statemachine/agent_run.asl.json", "stack/web/index.html"} <= stack
+    assert "stack/functions/model_step/app.py" in stack and "stack/functions/api/run.sh" in stack
+    assert os.access(project / "stack/functions/api/run.sh", os.X_OK)  # the stream function's start script
+    assert not any(p.endswith((".map", ".pyc")) for p in stack)
     readme = (project / "README.md").read_text()
     assert "STEPLINE_AGENT=agent:agent stepline dev" in readme and "python -m pytest" in readme
-    assert f'pip install -e "{REPO}[local]" -e ".[dev]"' in readme
+    assert 'pip install -e ".[dev]"' in readme and str(REPO) not in readme  # stepline is a dependency, not a path
+    (dev_line,) = [line for line in readme.splitlines() if line.startswith("STEPLINE_AGENT=agent:agent stepline dev")]
+    assert "in memory" not in dev_line and ".stepline/" in readme  # dev keeps its state in .stepline/
+    assert "stepline==0.1.0" in (project / "pyproject.toml").read_text()
+    ignored = (project / ".gitignore").read_text().splitlines()
+    assert {".stepline/", ".aws-sam/", ".venv/", "__pycache__/", ".pytest_cache/"} <= set(ignored)
     with pytest.raises(InitError, match="already exist"):
         init_project(project)
 
@@ -76,45 +89,12 @@ def test_the_generated_tests_pass(project: Path) -> None:
     assert "5 passed" in done.stdout
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def served(project: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    port = free_port()
-    log = tmp_path / "dev.log"
+    port, log = free_port(), tmp_path / "dev.log"
     env = clean_env(STEPLINE_AGENT="agent:agent", STEPLINE_WEB_DIST=str(tmp_path / "no-ui"))
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [str(STEPLINE), "dev", "--port", str(port)],
-            cwd=project,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            try:
-                httpx.get(url + "/api/health", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.2)
+    with dev_process([str(STEPLINE), "dev", "--port", str(port)], cwd=project, env=env, log=log, port=port) as url:
         yield url, log
-    finally:
-        os.killpg(process.pid, signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 def test_stepline_dev_serves_the_projects_agent_from_its_directory(served: tuple[str, Path]) -> None:
@@ -137,45 +117,10 @@ def test_stepline_dev_serves_the_projects_agent_from_its_directory(served: tuple
     assert "convert_temperature" in banner and "save_note (approval)" in banner
 
 
-class _StubPolicyLoader(ManagedPolicyLoader):
-    """Stands in for the IAM ListPolicies call the translator makes for managed policy names."""
-
-    def __init__(self) -> None:
-        pass
-
-    def load(self) -> dict[str, str]:
-        names = ["AWSXrayWriteOnlyAccess", "AWSLambdaBasicExecutionRole"]
-        return {name: f"arn:aws:iam::aws:policy/{name}" for name in names}
-
-
 def test_the_projects_template_validates_offline(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    lint = subprocess.run(
-        [sys.executable, "-c", "from cfnlint.runner import main; main()", "template.yaml"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert lint.returncode == 0 and lint.stdout.strip() == "", lint.stdout + lint.stderr
-    source = load_template(project / "template.yaml")
-    # every local path points into the Stepline checkout (as `sam build` resolves them from the project)
-    for resource in source["Resources"].values():
-        for key in ("CodeUri", "ContentUri", "DefinitionUri"):
-            value = resource.get("Properties", {}).get(key)
-            if isinstance(value, str):
-                assert (project / value).exists(), value
-    assert source["Resources"][AGENT_LAYER]["Properties"]["ContentUri"] == "."
-    packaged: dict[str, Any] = copy.deepcopy(source)
-    for logical_id, resource in packaged["Resources"].items():
-        properties = resource.get("Properties", {})
-        for key in ("CodeUri", "ContentUri"):
-            if isinstance(properties.get(key), str):
-                properties[key] = f"s3://artifacts/{logical_id}.zip"
-        if isinstance(properties.get("DefinitionUri"), str):
-            properties["DefinitionUri"] = {"Bucket": "artifacts", "Key": "agent_run.asl.json"}
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    translated = transform(packaged, {}, _StubPolicyLoader())
+    source, translated = validate_offline(project)
+    assert source["Resources"][AGENT_LAYER]["Properties"]["ContentUri"] == "src/"
     functions = {k: r for k, r in translated["Resources"].items() if r["Type"] == "AWS::Lambda::Function"}
     stepline_functions = [
         r
@@ -202,10 +147,14 @@ def test_the_projects_template_validates_offline(project: Path, monkeypatch: pyt
 def test_template_only_writes_the_template_again(project: Path, tmp_path: Path) -> None:
     copy_dir = tmp_path / "again"
     copy_dir.mkdir()
-    (copy_dir / "agent.py").write_text("# mine\n")
+    (copy_dir / "src").mkdir()
+    (copy_dir / "src" / "agent.py").write_text("# mine\n")
+    (copy_dir / "stack" / "functions" / "gone").mkdir(parents=True)  # a function an older release had
     scaffold = init_project(copy_dir, template_only=True)
-    assert scaffold.written == ["template.yaml"]
-    assert (copy_dir / "agent.py").read_text() == "# mine\n"
+    assert scaffold.written == ["template.yaml", "stack/"]
+    assert (copy_dir / "src" / "agent.py").read_text() == "# mine\n"
+    assert not (copy_dir / "stack" / "functions" / "gone").exists()  # stack/ is written whole
+    assert (copy_dir / "stack" / "functions" / "model_step" / "app.py").is_file()
     assert (
         load_template(copy_dir / "template.yaml")["Resources"].keys()
         == load_template(project / "template.yaml")["Resources"].keys()
@@ -232,7 +181,7 @@ PYRIGHT = REPO / "tests" / "node" / "node_modules" / ".bin" / "pyright"
 def test_the_generated_code_is_pyright_strict_clean(project: Path, tmp_path: Path) -> None:
     checked = tmp_path / "checked"
     shutil.copytree(project, checked)
-    settings = {"extraPaths": [str(SHARED)], "typeCheckingMode": "strict", "reportMissingTypeStubs": False}
+    settings = {"extraPaths": [str(SHARED), "src"], "typeCheckingMode": "strict", "reportMissingTypeStubs": False}
     (checked / "pyrightconfig.json").write_text(json.dumps(settings))
 
     def pyright() -> subprocess.CompletedProcess[str]:
@@ -241,6 +190,6 @@ def test_the_generated_code_is_pyright_strict_clean(project: Path, tmp_path: Pat
 
     clean = pyright()
     assert clean.returncode == 0, clean.stdout[-3000:] + clean.stderr
-    with (checked / "agent.py").open("a") as agent:
+    with (checked / "src" / "agent.py").open("a") as agent:
         agent.write('\nwrong: int = "not an int"\n')  # the check reads these files: a type error fails it
     assert pyright().returncode != 0

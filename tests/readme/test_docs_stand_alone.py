@@ -32,7 +32,7 @@ def pages() -> list[Path]:
 
 def sources() -> list[Path]:
     package = sorted((REPO / "shared/stepline").rglob("*.py"))
-    return package + sorted((REPO / "examples").rglob("*.py")) + sorted((REPO / "functions").rglob("*.py"))
+    return package + sorted((REPO / "examples").rglob("*.py"))  # the Lambda entry points are in the package
 
 
 def citations(text: str) -> list[str]:

@@ -235,7 +235,7 @@ MODEL_FUNCTIONS = frozenset({"stepline-model-step"})
 
 
 def worker_handler(function_name: str) -> Handler:
-    """The Lambda handler of one worker function (`functions/<name>/app.py`), with Powertools.
+    """The Lambda handler of one worker function (`stepline/stack/functions/<name>/app.py`), with Powertools.
 
     With stream push, the notifications the invocation queued are sent before it returns (an
     environment is frozen between invocations; one left unsent costs the stream a poll interval).
@@ -291,7 +291,7 @@ def _reconciler(
 
 
 def reconciler_handler() -> Handler:
-    """The reconciler function's handler (`functions/reconciler/app.py`): execution status changes and the sweep."""
+    """The reconciler function's handler (`stack/functions/reconciler/app.py`): status changes and the sweep."""
     from ..runtime.reconcile import handle_event
 
     built: list[tuple[Services, StepFunctionsOrchestrator]] = []

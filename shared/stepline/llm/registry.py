@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import AsyncIterator
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ __all__ = [
     "resolve_with_timeout",
 ]
 
-_SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+_SAMPLES = Path(str(files("stepline") / "samples"))  # package data: a folder of the installed package
 
 DEMO_SCRIPT = _SAMPLES / "demo-script.json"
 """The scripted demo `stepline run` uses when no model is configured (one run, the demo tools)."""

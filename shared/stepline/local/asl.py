@@ -1,4 +1,4 @@
-"""The part of the Amazon States Language that infra/statemachine/agent_run.asl.json uses, evaluated.
+"""The part of the Amazon States Language that stepline/stack/statemachine/agent_run.asl.json uses, evaluated.
 
 Pure functions over JSON values, for `stepline.local.engine`: reference paths (`$.a.b`, and `$$.`
 for the context object), `Parameters` and `ResultSelector` templates (keys ending `.$`), the two

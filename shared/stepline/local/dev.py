@@ -38,15 +38,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import logging
 import os
 import secrets
-import sys
 from collections.abc import AsyncGenerator, Generator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from anyio import to_thread
 from fastapi.responses import JSONResponse
@@ -67,19 +65,25 @@ from ..tracing.setup import telemetry_from_env
 from .backend import Engine, LocalBackend, local_backend
 from .links import LocalLinkBlobStore, mount_links
 from .restart import Sweeper
-from .web import default_dist, describe, mount_web, start_build
+from .ui_build import default_dist
+from .web import describe, mount_web
 
-__all__ = ["API_THREADS", "DEFAULT_DATA_DIR", "LOCAL_DELTA_WINDOW", "DevConfig", "DevServer", "dev_server", "serve"]
+__all__ = [
+    "API_THREADS",
+    "LOCAL_DELTA_WINDOW",
+    "DevConfig",
+    "DevConfigError",
+    "DevServer",
+    "banner",
+    "dev_server",
+    "ui_config",
+]
 
 DEFAULT_TOOLS = "stepline.tools.workspace"
-DEFAULT_DATA_DIR = ".stepline"
-"""The data folder, relative to the working directory."""
 API_THREADS = 16
 """Threads the API lends to blocking work at once: the sync routes and the streams' store reads
 (anyio's default limiter, 40 otherwise). With the engine's `STEP_WORKERS`, this bounds the server's
 threads whatever the number of open streams and waiting runs."""
-SHUTDOWN_SECONDS = 1
-"""How long a stop waits for open streams before it ends them (they never end by themselves while a run waits)."""
 LOCAL_DELTA_WINDOW = 0.010
 """The delta window over a data folder (SQLite), instead of AWS's 50 ms.
 
@@ -323,54 +327,3 @@ def _origins(origins: tuple[str, ...]) -> str:
     if not origins:
         return "same origin only  (STEPLINE_CORS_ORIGINS=http://localhost:3000,... admits other front ends)"
     return f"same origin and {', '.join(origins)}  (STEPLINE_CORS_ORIGINS)"
-
-
-def serve(
-    host: str,
-    port: int,
-    *,
-    aws: bool = False,
-    data_dir: Path | None = Path(DEFAULT_DATA_DIR),
-    out: TextIO = sys.stdout,
-) -> None:
-    """Run the dev server until interrupted (`data_dir=None`: in memory)."""
-    import socket
-
-    import uvicorn
-
-    if aws:
-        _serve_aws(host, port, f"http://{host}:{port}", out)
-        return
-    with dev_server(DevConfig.from_env(os.environ), data_dir=data_dir) as server:
-        start_build(default_dist(os.environ), out)  # the UI, when web/dist is missing and npm is installed
-        # Bound here, before the banner, so that port 0 prints the port the OS chose.
-        listener = socket.create_server((host, port))
-        url = f"http://{host}:{listener.getsockname()[1]}"
-        out.write(banner(server, url))
-        out.flush()
-        config = uvicorn.Config(server.app, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_SECONDS)
-        logging.getLogger("uvicorn.error").addFilter(_say_streams_ended)  # after Config: it sets logging up
-        with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled: a clean stop
-            uvicorn.Server(config).run(sockets=[listener])
-
-
-def _say_streams_ended(record: logging.LogRecord) -> bool:
-    """The streams a stop cuts, which uvicorn reports as an error, are the plan here (clients resume)."""
-    if "timeout graceful shutdown exceeded" in record.getMessage():
-        record.msg, record.args = "stopping: open streams ended without [DONE]; their clients resume", ()
-        record.levelno, record.levelname = logging.WARNING, "WARNING"
-    return True
-
-
-def _serve_aws(host: str, port: int, url: str, out: TextIO) -> None:
-    import uvicorn
-
-    from ..aws.wiring import services_from_env
-
-    services = services_from_env()
-    config = DevConfig.from_env(os.environ)
-    identity = DevTokens(config.tokens)
-    out.write(f"Stepline API at {url} over the deployed stack's resources ({identity.describe()})\n")
-    out.flush()
-    app = create_app(services, identity, ApiOptions(cors_origins=config.cors_origins))
-    uvicorn.run(app, host=host, port=port, log_level="warning")

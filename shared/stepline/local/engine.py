@@ -6,8 +6,8 @@ program's, the state's), so 200 runs parked on approvals held 640 threads, and i
 thread it ever started in a module list. That is right for the tests of the ASL on moto, and wrong
 for a server that holds many conversations, most of them waiting for a person.
 
-This engine runs the same definition file (infra/statemachine/agent_run.asl.json, checked at
-start: `stepline.local.asl` refuses a state or field it does not run) with the Lambda tasks routed
+This engine runs the same definition file (`stepline.stack.ASL`, the root template's DefinitionUri, checked
+at start: `stepline.local.asl` refuses a state or field it does not run) with the Lambda tasks routed
 to the in-process handlers, as moto's Lambda is. What differs is where an execution lives:
 
 - a state that runs (a Lambda task) is a job on a small pool of worker threads (`workers`, default
@@ -36,15 +36,16 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from importlib.resources.abc import Traversable
 from typing import Any
 
 from ..aws.stepfunctions import execution_arn, execution_name, first_input
 from ..protocol._json import loads_strict
 from ..runtime.executions import Execution
 from ..runtime.handlers import Handler
+from ..stack import ASL
 from . import asl
-from .workflow import ASL_PATH, FUNCTIONS, SimulatedCrash, lambda_error_type
+from .workflow import FUNCTIONS, SimulatedCrash, lambda_error_type
 
 __all__ = ["STEP_WORKERS", "LocalStepFunctions"]
 
@@ -165,9 +166,9 @@ class LocalStepFunctions:
         *,
         approval_timeout_seconds: int,
         workers: int = STEP_WORKERS,
-        definition: Path = ASL_PATH,
+        definition: Traversable = ASL,
     ) -> None:
-        text = definition.read_text()
+        text = definition.read_text(encoding="utf-8")
         for placeholder, function in FUNCTIONS.items():  # the function's name stands for its ARN
             text = text.replace("${" + placeholder + "}", function)
         self._definition: dict[str, Any] = loads_strict(text)

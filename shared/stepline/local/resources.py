@@ -1,36 +1,20 @@
-"""Build the moto tables and bucket from template.yaml, so tests and infrastructure cannot drift."""
+"""Build the moto tables and bucket from Stepline's template, so tests and infrastructure cannot drift.
+
+The template is the package's copy (`stepline.stack.TEMPLATE`, identical to the repository's root
+template.yaml), so this works the same from a checkout and from an installed wheel.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-TEMPLATE = Path(__file__).resolve().parents[3] / "template.yaml"
-"""The repository's SAM template (Stepline runs locally from a checkout)."""
-
-
-class _CfnLoader(yaml.SafeLoader):
-    """Reads CloudFormation short-form tags (`!Ref`, `!GetAtt`, `!Sub`, …) as plain values."""
-
-
-def _tag(loader: yaml.Loader, suffix: str, node: yaml.Node) -> Any:
-    if isinstance(node, yaml.ScalarNode):
-        value: Any = loader.construct_scalar(node)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
-    return {f"Fn::{suffix}" if suffix != "Ref" else "Ref": value}
-
-
-_CfnLoader.add_multi_constructor("!", _tag)  # pyright: ignore[reportUnknownMemberType]
+from ..stack import TEMPLATE
+from ..stack.cfn_yaml import load
 
 
 def load_template() -> dict[str, Any]:
-    """template.yaml, with CloudFormation tags as plain values."""
-    return yaml.load(TEMPLATE.read_text(), Loader=_CfnLoader)
+    """Stepline's template, with CloudFormation tags as their long forms."""
+    return load(TEMPLATE.read_text(encoding="utf-8"))
 
 
 def resources(kind: str) -> dict[str, dict[str, Any]]:

@@ -1,58 +1,37 @@
-"""The web UI on the local runtime: `web/dist` (the Vite build of `web/`) served at `/`.
+"""The web UI on the local runtime: its build (`stepline.local.ui_build` says where) served at `/`.
 
 Static files are served as they are; any other GET outside `/api` gets `index.html`, so the UI's
 own URLs (`/c/{conversationId}`) survive a reload. Paths under `/api` never fall back: the route
 does not match them, so an unknown API path stays the API's JSON 404 (and a wrong method its 405).
-When there is no build yet, `/` answers a page that says how to make one (and, while `stepline
-dev` builds it in the background, that it is being built).
-
-`stepline dev` builds the UI on its first start when `web/dist` is missing and npm is installed
-(`start_build`); without Node.js the API works as before and the banner says how to get the UI.
+When there is no build, `/` answers a page that says why and how to make one (and, while
+`stepline dev` builds it in the background in a checkout, that it is being built).
 """
 
 from __future__ import annotations
 
 import html
-import os
-import shutil
-import subprocess
-import threading
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TextIO
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import FileResponse, HTMLResponse
 from starlette.routing import Match, Route
 from starlette.types import Scope
 
-__all__ = ["WEB_DIR", "BuildState", "default_dist", "describe", "mount_web", "start_build"]
+from .ui_build import BUILD_COMMAND, build_state, web_sources
 
-WEB_DIR = Path(__file__).resolve().parents[3] / "web"
-"""The UI's sources in a checkout of the repository (an editable install)."""
-
-BUILD_COMMAND = "npm ci --no-audit --no-fund --loglevel=error && npm run build"
+__all__ = ["describe", "mount_web"]
 
 
-def default_dist(env: Mapping[str, str]) -> Path:
-    """`STEPLINE_WEB_DIST`, else `web/dist` of the checkout."""
-    configured = env.get("STEPLINE_WEB_DIST", "").strip()
-    return Path(configured) if configured else WEB_DIR / "dist"
-
-
-class BuildState:
-    """What a background build of the UI is doing (read by the page served while there is no build)."""
-
-    def __init__(self) -> None:
-        self.running = False
-        self.failure: str | None = None
-
-
-_BUILDS: dict[Path, BuildState] = {}
+def _how_to_build(dist: Path) -> str:
+    """What makes the missing build: the checkout's npm build, or a Stepline wheel that has one."""
+    sources = web_sources()
+    if sources is not None and dist.resolve() == (sources / "dist").resolve():
+        return f"build it (Node.js >= 20.19): cd {sources} && {BUILD_COMMAND}"
+    return "this Stepline was built without its web UI: install a wheel built with Node.js (the API works without it)"
 
 
 def _missing_page(dist: Path) -> str:
-    state = _BUILDS.get(dist.resolve())
+    state = build_state(dist)
     if state is not None and state.running:
         status = (
             "<p><strong>The web UI is being built</strong> (<code>npm ci &amp;&amp; npm run build</code> in "
@@ -67,9 +46,7 @@ def _missing_page(dist: Path) -> str:
         )
         status = (
             f"<p><strong>The web UI is not built.</strong> There is no <code>{html.escape(str(dist))}</code>.</p>"
-            f"{failure}"
-            "<p>Build it (Node.js &ge; 20.19): <code>cd web &amp;&amp; npm ci &amp;&amp; npm run build</code>, "
-            "or run <code>bash .ci/install</code>; then reload this page.</p>"
+            f"{failure}<p>{html.escape(_how_to_build(dist))}; then reload this page.</p>"
         )
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8><title>Stepline</title>"
@@ -112,48 +89,9 @@ def mount_web(app: FastAPI, dist: Path) -> None:
 
 def describe(dist: Path) -> str:
     """The banner's line about the UI."""
-    state = _BUILDS.get(dist.resolve())
+    state = build_state(dist)
     if (dist / "index.html").is_file():
         return "served at /"
     if state is not None and state.running:
         return "building in the background (web/: npm ci && npm run build); / says when it is ready"
-    return "not built (Node.js >= 20.19: `cd web && npm ci && npm run build`); the API works without it"
-
-
-def start_build(dist: Path, out: TextIO, *, web_dir: Path = WEB_DIR) -> BuildState | None:
-    """Build the UI in the background when it is missing and npm is installed; None when nothing starts."""
-    if (dist / "index.html").is_file() or dist.resolve() != (web_dir / "dist").resolve():
-        return None
-    npm = shutil.which("npm")
-    if npm is None or not (web_dir / "package-lock.json").is_file():
-        return None
-    state = BuildState()
-    state.running = True
-    _BUILDS[dist.resolve()] = state
-
-    def build() -> None:
-        try:
-            done = subprocess.run(  # a fixed command line, no user input
-                BUILD_COMMAND,
-                shell=True,
-                cwd=web_dir,
-                capture_output=True,
-                text=True,
-                env={**os.environ, "npm_config_update_notifier": "false"},
-                check=False,
-            )
-        except OSError as error:
-            state.failure = str(error)
-        else:
-            if done.returncode != 0:
-                state.failure = f"exit status {done.returncode}: {(done.stderr or done.stdout).strip()[-600:]}"
-        state.running = False
-        out.write(
-            "web UI built: reload the page\n"
-            if state.failure is None
-            else f"web UI build failed ({state.failure}); build it by hand: cd web && {BUILD_COMMAND}\n"
-        )
-        out.flush()
-
-    threading.Thread(target=build, name="stepline-web-build", daemon=True).start()
-    return state
+    return f"not built ({_how_to_build(dist)})"

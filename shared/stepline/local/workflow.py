@@ -21,17 +21,16 @@ import json
 import traceback
 import zipfile
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any, cast
 
 from stepline.aws.stepfunctions import execution_arn
 from stepline.protocol._json import loads_strict
 from stepline.runtime.handlers import HANDLER_NAMES, Handler, logical_name
+from stepline.stack import ASL
 
 from .moto_speed import install_sfn_speedups
 
 __all__ = [
-    "ASL_PATH",
     "FUNCTIONS",
     "LocalWorkflow",
     "SimulatedCrash",
@@ -40,7 +39,6 @@ __all__ = [
     "lambda_error_type",
 ]
 
-ASL_PATH = Path(__file__).resolve().parents[3] / "infra" / "statemachine" / "agent_run.asl.json"
 FUNCTIONS = {
     f"{logical_name(name)}FunctionArn": name  # the ASL's placeholder: ${ModelStepFunctionArn}
     for name in HANDLER_NAMES
@@ -164,7 +162,7 @@ class LocalWorkflow:
                 Code={"ZipFile": _dummy_zip()},
             )
             arns[placeholder] = created["FunctionArn"]
-        definition = ASL_PATH.read_text()
+        definition = ASL.read_text(encoding="utf-8")
         for placeholder, arn in arns.items():  # CloudFormation's DefinitionSubstitutions; moto does not substitute
             definition = definition.replace("${" + placeholder + "}", arn)
         self.state_machine_arn: str = self.sfn.create_state_machine(

@@ -16,8 +16,11 @@ def add_init_parser(commands: Any) -> None:
     init = commands.add_parser("init", help="scaffold a project with your own agent")
     init.add_argument("directory", type=Path, help="where to create the project (created if missing)")
     init.add_argument("--force", action="store_true", help="overwrite files that already exist")
-    init.add_argument("--template-only", action="store_true", help="only write template.yaml again")
-    init.add_argument("--stepline", type=Path, help="the Stepline checkout to derive template.yaml from")
+    init.add_argument(
+        "--template-only",
+        action="store_true",
+        help="only write the deployment again (template.yaml and stack/), after upgrading Stepline",
+    )
     init.set_defaults(handler=_init)
 
 
@@ -29,13 +32,11 @@ def _init(args: argparse.Namespace, out: TextIO) -> None:
             f"stepline init needs the local extra (no module {error.name}): pip install 'stepline[local]'"
         ) from None
 
-    scaffold = init_project(args.directory, force=args.force, template_only=args.template_only, stepline=args.stepline)
+    scaffold = init_project(args.directory, force=args.force, template_only=args.template_only)
     out.write(f"Wrote {', '.join(scaffold.written)} in {scaffold.directory}\n")
-    for skipped in scaffold.skipped:
-        out.write(f"Skipped {skipped}\n")
     if not args.template_only:
         out.write(
-            f"Next: cd {scaffold.directory}, install as README.md says, then\n"
+            f"Next: cd {scaffold.directory} && pip install -e '.[dev]' (README.md), then\n"
             f"  STEPLINE_AGENT={AGENT_REFERENCE} stepline dev     # run it locally\n"
             "  python -m pytest                           # test it\n"
         )

@@ -1,95 +1,83 @@
 """A project's SAM template: Stepline's own stack, with the project's code as one more layer.
 
 The project does not copy Stepline's design, it derives it: `project_template` reads Stepline's
-template.yaml, points its `CodeUri`/`ContentUri`/`DefinitionUri` into the Stepline checkout
-(relative to the project, as `sam build` resolves them), adds `AgentLayer` (the project
-directory, built for python3.13 arm64 like `SharedLayer`, so `sam build` installs its
-requirements.txt) to every function, and sets `STEPLINE_AGENT` to the project's agent. Everything
-else (tables, bucket, state machine, API, IAM, parameters) is Stepline's, so a project redeployed
-after `stepline init --template-only` follows Stepline's template as it changes.
+template (the package's copy, `stepline.stack.TEMPLATE`), points its local paths at the project's
+`stack/` folder (which `stepline.project.stack_files` writes from the installed package: the Lambda
+entry points, the state machine, the built web UI, and the shared layer as a requirements file
+naming this Stepline release), adds `AgentLayer` (the project's `src/`, built for python3.13 arm64
+like `SharedLayer`, so `sam build` installs its requirements.txt) to every Stepline function, and
+sets `STEPLINE_AGENT` to the project's agent. Everything else (tables, bucket, state machine, API,
+IAM, parameters) is Stepline's, so a project redeployed after `stepline init --template-only`
+follows Stepline's template as it changes.
 
-Stepline's template uses short-form intrinsics (`!Ref`); they are read as their long forms
-(`{"Ref": ...}`), which CloudFormation reads alike, and written as such.
+The layer is `src/`, not the project folder: what `sam build` puts in it is the agent's code and
+its requirements, never the local data folder (`.stepline/`), virtual environments, caches or tests.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any, cast
 
-import yaml
+from ..stack import IN_REPOSITORY, TEMPLATE
+from ..stack.cfn_yaml import dump, load
 
-__all__ = ["AGENT_LAYER", "AGENT_PARAMETER", "dump_template", "load_template", "project_template", "stepline_root"]
+__all__ = [
+    "AGENT_LAYER",
+    "AGENT_PARAMETER",
+    "AGENT_SOURCE",
+    "STACK_FOLDER",
+    "dump_template",
+    "project_path",
+    "project_template",
+]
 
 AGENT_LAYER = "AgentLayer"
 AGENT_PARAMETER = "AgentReference"
 """The parameter `project_template` adds when Stepline's template has none for `STEPLINE_AGENT`."""
+AGENT_SOURCE = "src/"
+"""The project's folder that becomes `AgentLayer`: the agent's modules, its data and requirements.txt."""
+STACK_FOLDER = "stack/"
+"""The project's copy of Stepline's stack (written by `stepline init`, again with `--template-only`)."""
 _LOCAL_PATHS = ("CodeUri", "ContentUri", "DefinitionUri")
+_REPOSITORY_FOLDERS = {"shared/": "layer/", "web/dist/": "web/"}
+"""Stepline's own folders the root template builds from, and where the project has them under `stack/`."""
 
 
-class _Loader(yaml.SafeLoader):
-    """A private loader: short-form intrinsics (`!Sub x`) become their long forms (`{"Fn::Sub": x}`)."""
+def project_path(value: str) -> str:
+    """Where a local path of Stepline's template (relative to the repository) is in a project.
+
+    Raises:
+        ValueError: the template names a local path the project has no copy of.
+    """
+    if value.startswith(IN_REPOSITORY):
+        return STACK_FOLDER + value.removeprefix(IN_REPOSITORY)
+    if value in _REPOSITORY_FOLDERS:
+        return STACK_FOLDER + _REPOSITORY_FOLDERS[value]
+    raise ValueError(f"Stepline's template names {value!r}, which a project has no copy of")
 
 
-def _intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
-    value: Any
-    if isinstance(node, yaml.ScalarNode):
-        value = loader.construct_scalar(node)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(cast(yaml.MappingNode, node), deep=True)
-    if suffix == "Ref":
-        return {"Ref": value}
-    if suffix == "Condition":
-        return {"Condition": value}
-    if suffix == "GetAtt" and isinstance(value, str):
-        value = value.split(".", 1)
-    return {f"Fn::{suffix}": value}
-
-
-_Loader.add_multi_constructor("!", _intrinsic)  # pyright: ignore[reportUnknownMemberType]
-
-
-def load_template(path: Path) -> dict[str, Any]:
-    """A SAM/CloudFormation template file, intrinsics in their long forms."""
-    return cast(dict[str, Any], yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader))
-
-
-def stepline_root() -> Path | None:
-    """The Stepline checkout this package runs from (where template.yaml is), or None (a wheel)."""
-    root = Path(__file__).resolve().parents[3]
-    return root if (root / "template.yaml").is_file() and (root / "functions").is_dir() else None
-
-
-def _relative(root: Path, project: Path, value: str) -> str:
-    target = os.path.relpath(root / value, project)
-    return target + "/" if value.endswith("/") and not target.endswith("/") else target
-
-
-def project_template(root: Path, project: Path, *, agent: str, name: str) -> dict[str, Any]:
-    """Stepline's template (from `root`) for the project at `project`, running `agent`."""
-    template = load_template(root / "template.yaml")
-    template["Description"] = (
-        f"{name} on Stepline: Stepline's stack with {name}'s code as AgentLayer and STEPLINE_AGENT={agent}. "
-        f"Generated by `stepline init` from {root / 'template.yaml'}; write it again with "
+def project_template(*, agent: str, name: str, template: str | None = None) -> dict[str, Any]:
+    """Stepline's template (`template`: its text, default the package's) for a project running `agent`."""
+    derived = load(TEMPLATE.read_text(encoding="utf-8") if template is None else template)
+    derived["Description"] = (
+        f"{name} on Stepline: Stepline's stack with {name}'s code ({AGENT_SOURCE}) as {AGENT_LAYER} and "
+        f"STEPLINE_AGENT={agent}. Generated by `stepline init`; write it again with "
         "`stepline init . --template-only` after upgrading Stepline."
     )
-    resources = cast(dict[str, Any], template["Resources"])
+    resources = cast(dict[str, Any], derived["Resources"])
     for resource in resources.values():
         properties = cast(dict[str, Any], resource.get("Properties", {}))
         for key in _LOCAL_PATHS:
             if isinstance(properties.get(key), str):
-                properties[key] = _relative(root, project, properties[key])
+                properties[key] = project_path(properties[key])
     shared = cast(dict[str, Any], resources["SharedLayer"])
     resources[AGENT_LAYER] = {
         "Type": "AWS::Serverless::LayerVersion",
         "Properties": {
-            "Description": f"{name}'s agent (this directory; its requirements.txt is installed).",
-            "ContentUri": ".",
-            "CompatibleRuntimes": shared["Properties"]["CompatibleRuntimes"],
-            "CompatibleArchitectures": shared["Properties"]["CompatibleArchitectures"],
+            "Description": f"{name}'s agent ({AGENT_SOURCE}: its modules, data and requirements.txt).",
+            "ContentUri": AGENT_SOURCE,
+            "CompatibleRuntimes": list(shared["Properties"]["CompatibleRuntimes"]),
+            "CompatibleArchitectures": list(shared["Properties"]["CompatibleArchitectures"]),
         },
         "Metadata": dict(shared["Metadata"]),
     }
@@ -99,8 +87,8 @@ def project_template(root: Path, project: Path, *, agent: str, name: str) -> dic
             at = next((i + 1 for i, layer in enumerate(layers) if layer == {"Ref": "SharedLayer"}), None)
             if at is not None:  # a Stepline runtime function (not deploy-time plumbing such as the UI copier)
                 layers.insert(at, {"Ref": AGENT_LAYER})
-    _set_agent(template, agent)
-    return template
+    _set_agent(derived, agent)
+    return derived
 
 
 def _set_agent(template: dict[str, Any], agent: str) -> None:
@@ -124,6 +112,6 @@ def _set_agent(template: dict[str, Any], agent: str) -> None:
 
 
 def dump_template(template: dict[str, Any]) -> str:
-    """The template as YAML (long-form intrinsics), under a header saying where it came from."""
+    """The template as YAML (long-form intrinsics, no anchors or aliases), under a header saying where it came from."""
     header = '# Generated by `stepline init` from Stepline\'s template.yaml; see README.md, "Deploy".\n'
-    return header + yaml.safe_dump(template, sort_keys=False, allow_unicode=True, width=120)
+    return header + dump(template)

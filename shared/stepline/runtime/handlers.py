@@ -1,6 +1,6 @@
 """The worker functions' handlers: parse the Step Functions payload, call the worker, return ids.
 
-`functions/<name>/app.py` binds each handler to the services built from the environment; the
+`stepline/stack/functions/<name>/app.py` binds each handler to the services built from the environment; the
 local runtime and the tests bind the same handlers to their own services.
 """
 

@@ -3,7 +3,7 @@
     result = run_turn(agent, "write a note", model=scripted_model([...]), approve=True)
     assert result.text == "Done." and result.tool("write_note").output == {...}
 
-The harness is the state machine of infra/statemachine/agent_run.asl.json driven by hand over the
+The harness is the state machine of stepline/stack/statemachine/agent_run.asl.json driven by hand over the
 real worker handlers (`stepline.runtime.handlers`): BeginTurn (what the API function does), then
 ModelStep until its `next` is not `continue`; AwaitInput on `await-approval`/`await-client`, where
 the approval decisions and question answers given to the harness are made through the same worker

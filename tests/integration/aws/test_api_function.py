@@ -43,7 +43,9 @@ def api_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         services_from_env.cache_clear()
         loop = asyncio.new_event_loop()  # Mangum runs on the thread's loop, which Lambda keeps between calls
         asyncio.set_event_loop(loop)
-        spec = importlib.util.spec_from_file_location("app_api", REPO / "functions" / "api" / "app.py")
+        spec = importlib.util.spec_from_file_location(
+            "app_api", REPO / "shared/stepline/stack/functions" / "api" / "app.py"
+        )
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

@@ -13,7 +13,7 @@ from moto import mock_aws
 from stepline.llm.scripted import ScriptedModel
 from stepline.local.backend import MOTO_CONFIG
 from stepline.local.moto_speed import install_sfn_speedups
-from stepline.local.workflow import ASL_PATH
+from stepline.stack import ASL
 from tests.support.local_aws import local_aws
 from tests.support.runs import USER, begin, final_message, text_step
 
@@ -38,7 +38,7 @@ def test_a_definition_is_parsed_once_and_each_execution_gets_a_program_of_its_ow
         return parse(definition)
 
     monkeypatch.setattr(AmazonStateLanguageParser, "parse", staticmethod(counted))
-    asl = json.loads(ASL_PATH.read_text())
+    asl = json.loads(ASL.read_text())
     asl["Comment"] = f"{asl['Comment']} ({threading.get_ident()}: a definition no other test parsed)"
     definition = json.dumps(asl)
     entrypoint = ExecutionWorker._get_evaluation_entrypoint  # pyright: ignore[reportPrivateUsage]

@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 
 from stepline.llm.scripted import ScriptedModel
-from stepline.local.workflow import ASL_PATH, SimulatedCrash
+from stepline.local.workflow import SimulatedCrash
 from stepline.loop.tools import Tool
 from stepline.protocol._json import loads_strict
 from stepline.runtime.ending import abort_run
 from stepline.runtime.retries import INTERRUPTED, STEP_RETRIES
 from stepline.runtime.waits import answer, decide, run_state
+from stepline.stack import ASL
 from stepline.store.errors import ConcurrentUpdate
 from stepline.store.replay import chunks_of
 from tests.support.local_aws import LocalAws, local_aws
@@ -170,7 +171,7 @@ def test_a_model_error_before_any_output_is_retried_by_step_functions_and_record
 
 
 def test_step_functions_retries_a_step_only_as_often_as_the_asl_allows_and_records_each() -> None:
-    asl = loads_strict(ASL_PATH.read_text())
+    asl = loads_strict(ASL.read_text())
     (retrier,) = [r for r in asl["States"]["ModelStep"]["Retry"] if "TransientModelError" in r["ErrorEquals"]]
     assert retrier["ErrorEquals"] == ["TransientModelError"]  # its own budget, not shared with crashes
     assert retrier["MaxAttempts"] == STEP_RETRIES

@@ -24,7 +24,9 @@ CONFIG = {"apiBase": "", "auth": {"authority": "https://cognito-idp.us-east-1.am
 
 def _deployer(root: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     monkeypatch.setenv("STEPLINE_WEB_ROOT", str(root))
-    spec = importlib.util.spec_from_file_location("ui_deploy_app", REPO / "functions/ui_deploy/app.py")
+    spec = importlib.util.spec_from_file_location(
+        "ui_deploy_app", REPO / "shared/stepline/stack/functions/ui_deploy/app.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -83,7 +83,9 @@ def test_an_unreadable_key_fails_without_showing_anything_secret() -> None:
 @pytest.mark.parametrize("name", HANDLER_NAMES)
 def test_each_function_entry_point_binds_its_worker(name: str) -> None:
     directory = name.removeprefix("stepline-").replace("-", "_")
-    spec = importlib.util.spec_from_file_location(f"app_{directory}", REPO / "functions" / directory / "app.py")
+    spec = importlib.util.spec_from_file_location(
+        f"app_{directory}", REPO / "shared/stepline/stack/functions" / directory / "app.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # binding is lazy: no AWS call at import
@@ -123,7 +125,9 @@ def test_the_reconciler_entry_point_closes_a_run_from_an_eventbridge_event(monke
             now=1_000,
         )
         store.start_turn("alice", turn)
-        spec = importlib.util.spec_from_file_location("app_reconciler", REPO / "functions" / "reconciler" / "app.py")
+        spec = importlib.util.spec_from_file_location(
+            "app_reconciler", REPO / "shared/stepline/stack/functions" / "reconciler" / "app.py"
+        )
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)  # no AWS call at import: no key, no model

@@ -20,15 +20,15 @@ from typing import Any
 
 import pytest
 import yaml
-from samtranslator.translator.managed_policy_translator import ManagedPolicyLoader
 from samtranslator.translator.transform import transform
 from samtranslator.yaml_helper import intrinsics_multi_constructor
 
 from stepline.aws.wiring import Settings
+from tests.support.project_template import StubPolicyLoader
 
 REPO = Path(__file__).resolve().parents[3]
 TEMPLATE = REPO / "template.yaml"
-ASL = REPO / "infra" / "statemachine" / "agent_run.asl.json"
+ASL = REPO / "shared/stepline/stack/statemachine/agent_run.asl.json"
 SAMCONFIG = REPO / "infra" / "samconfig.toml"
 
 Template = dict[str, Any]
@@ -36,20 +36,22 @@ STATE_MACHINE_NAME = "${AWS::StackName}-agent-run"
 
 WORKERS = {
     # logical id: (CodeUri, Timeout, MemorySize)
-    "ModelStepFunction": ("functions/model_step/", 900, 1024),  # a step includes its tools
-    "AwaitInputFunction": ("functions/await_input/", 30, 256),
-    "ExpireInputFunction": ("functions/expire_input/", 30, 256),
-    "FinalizeRunFunction": ("functions/finalize_run/", 30, 256),
-    "FailRunFunction": ("functions/fail_run/", 30, 256),
+    "ModelStepFunction": ("shared/stepline/stack/functions/model_step/", 900, 1024),  # a step includes its tools
+    "AwaitInputFunction": ("shared/stepline/stack/functions/await_input/", 30, 256),
+    "ExpireInputFunction": ("shared/stepline/stack/functions/expire_input/", 30, 256),
+    "FinalizeRunFunction": ("shared/stepline/stack/functions/finalize_run/", 30, 256),
+    "FailRunFunction": ("shared/stepline/stack/functions/fail_run/", 30, 256),
 }
 API_FUNCTIONS = {
-    "ApiFunction": ("functions/api/", 29, 512),  # buffered: API Gateway stops waiting after 29 s
-    "StreamFunction": ("functions/api/", 900, 512),  # a stream lasts up to 15 minutes
+    "ApiFunction": ("shared/stepline/stack/functions/api/", 29, 512),  # buffered: API Gateway stops waiting after 29 s
+    "StreamFunction": ("shared/stepline/stack/functions/api/", 900, 512),  # a stream lasts up to 15 minutes
 }
-RECONCILER = {"ReconcilerFunction": ("functions/reconciler/", 120, 256)}  # closes runs whose execution died
+RECONCILER = {
+    "ReconcilerFunction": ("shared/stepline/stack/functions/reconciler/", 120, 256)
+}  # closes runs whose execution died
 FUNCTIONS = WORKERS | API_FUNCTIONS | RECONCILER
 # Deploy-time plumbing, not part of Stepline's runtime: no shared layer, no Stepline environment.
-DEPLOY_FUNCTIONS = {"UiDeployFunction": ("functions/ui_deploy/", 300, 256)}
+DEPLOY_FUNCTIONS = {"UiDeployFunction": ("shared/stepline/stack/functions/ui_deploy/", 300, 256)}
 
 PLACEHOLDERS = {
     "ModelStepFunctionArn",
@@ -99,17 +101,6 @@ class _SamLoader(yaml.SafeLoader):
 _SamLoader.add_multi_constructor("!", intrinsics_multi_constructor)
 
 
-class _StubPolicyLoader(ManagedPolicyLoader):
-    """Stands in for the IAM ListPolicies call the translator makes for managed policy names."""
-
-    def __init__(self) -> None:
-        pass
-
-    def load(self) -> dict[str, str]:
-        names = ["AWSXrayWriteOnlyAccess", "AWSLambdaBasicExecutionRole"]
-        return {name: f"arn:aws:iam::aws:policy/{name}" for name in names}
-
-
 # -- fixtures --------------------------------------------------------------------------------------
 
 
@@ -134,7 +125,7 @@ def translated(source: Template) -> Iterator[Template]:
     with pytest.MonkeyPatch.context() as monkeypatch:
         # The translator derives the partition of managed-policy ARNs from the boto3 region.
         monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        yield transform(packaged, {}, _StubPolicyLoader())
+        yield transform(packaged, {}, StubPolicyLoader())
 
 
 def _resources(template: Template, kind: str) -> dict[str, dict[str, Any]]:

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from samtranslator.translator.transform import transform
 
-from tests.unit.infra.test_template import FUNCTIONS, Template, _StubPolicyLoader
+from tests.support.project_template import StubPolicyLoader
+from tests.unit.infra.test_template import FUNCTIONS, Template
 
 ALIAS = "ModelStepFunctionAliaslive"
 
@@ -39,7 +40,7 @@ def _translate(source: Template, layer_key: str) -> Template:
             properties["DefinitionUri"] = {"Bucket": "stepline-artifacts", "Key": "agent_run.asl.json"}
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        return transform(packaged, {}, _StubPolicyLoader())
+        return transform(packaged, {}, StubPolicyLoader())
 
 
 def test_snapstart_is_a_parameter_off_by_default_and_only_on_the_model_step(

@@ -18,10 +18,11 @@ import pytest
 
 from stepline.local import asl
 from stepline.local.engine import LocalStepFunctions
-from stepline.local.workflow import ASL_PATH, SimulatedCrash
+from stepline.local.workflow import SimulatedCrash
 from stepline.protocol._json import loads_strict
 from stepline.runtime.executions import Execution
 from stepline.runtime.handlers import TransientModelError
+from stepline.stack import ASL
 
 USER, RUN = "u1", "r1"
 
@@ -196,7 +197,7 @@ def test_stop_ends_a_parked_run_at_once_and_a_second_start_is_ignored() -> None:
 
 
 def test_the_real_asl_is_accepted_and_a_state_it_cannot_run_is_refused() -> None:
-    definition = loads_strict(ASL_PATH.read_text())
+    definition = loads_strict(ASL.read_text())
     asl.check_definition(definition)
     definition["States"]["Pause"] = {"Type": "Wait", "Seconds": 1, "Next": "ModelStep"}
     with pytest.raises(ValueError, match="Pause: type Wait"):

@@ -5,10 +5,13 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from stepline.local.web import describe, mount_web, start_build
+from stepline.local import web
+from stepline.local.ui_build import start_build, web_sources
+from stepline.local.web import describe, mount_web
 
 
 def app_with(dist: Path) -> TestClient:
@@ -55,14 +58,28 @@ def test_api_paths_never_fall_back(tmp_path: Path) -> None:
     assert client.get("/api/only-post").status_code == 405  # a wrong method keeps its 405
 
 
-def test_without_a_build_the_page_says_how_to_make_one(tmp_path: Path) -> None:
+def test_without_a_build_the_page_says_why(tmp_path: Path) -> None:
     client = app_with(tmp_path / "missing")
     page = client.get("/")
     assert page.status_code == 503
-    assert "npm ci" in page.text and "npm run build" in page.text and "/api/docs" in page.text
+    assert "built without its web UI" in page.text and "/api/docs" in page.text
     assert client.get("/api/thing").status_code == 200
     assert "not built" in describe(tmp_path / "missing")
     assert describe(built(tmp_path)) == "served at /"
+
+
+def test_in_a_checkout_the_page_says_how_to_build_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sources = tmp_path / "web"
+    monkeypatch.setattr(web, "web_sources", lambda: sources)
+    page = app_with(sources / "dist").get("/")
+    assert page.status_code == 503
+    assert f"cd {sources} &amp;&amp; npm ci" in page.text and "npm run build" in page.text
+    assert "npm ci" in describe(sources / "dist")
+
+
+def test_the_tests_run_from_an_editable_checkout_whose_sources_are_found() -> None:
+    sources = web_sources()  # from the install record (direct_url.json), not from this file's location
+    assert sources is not None and (sources / "package.json").is_file() and (sources / "vite.config.ts").is_file()
 
 
 def test_no_background_build_for_a_dist_outside_the_checkout(tmp_path: Path) -> None:

@@ -3,11 +3,9 @@ Stepline's template names the agent: its own parameter, or none yet)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from stepline.project.template import AGENT_LAYER, AGENT_PARAMETER, project_template
+from stepline.project.template import AGENT_LAYER, AGENT_PARAMETER, project_path, project_template
 
 TEMPLATE = """\
 Parameters:
@@ -27,20 +25,13 @@ Resources:
   StepFunction:
     Type: AWS::Serverless::Function
     Properties:
-      CodeUri: functions/model_step/
+      CodeUri: shared/stepline/stack/functions/model_step/
       Role: !GetAtt StepRole.Arn
       Layers: [!Ref SharedLayer, !Sub "arn:${{AWS::Partition}}:lambda:x"]
   Machine:
     Type: AWS::Serverless::StateMachine
-    Properties: {{DefinitionUri: infra/statemachine/agent_run.asl.json}}
+    Properties: {{DefinitionUri: shared/stepline/stack/statemachine/agent_run.asl.json}}
 """
-
-
-def stepline_root(tmp_path: Path, *, parameter: str, variable: str) -> Path:
-    root = tmp_path / "stepline"
-    root.mkdir()
-    (root / "template.yaml").write_text(TEMPLATE.format(parameter=parameter, variable=variable))
-    return root
 
 
 @pytest.mark.parametrize(
@@ -51,11 +42,10 @@ def stepline_root(tmp_path: Path, *, parameter: str, variable: str) -> Path:
     ],
 )
 def test_the_agent_is_set_through_the_templates_parameter_or_one_added(
-    tmp_path: Path, parameter: str, variable: str, named: str
+    parameter: str, variable: str, named: str
 ) -> None:
-    root = stepline_root(tmp_path, parameter=parameter, variable=variable)
-    project = tmp_path / "work" / "my-agent"
-    derived = project_template(root, project, agent="agent:agent", name="my-agent")
+    text = TEMPLATE.format(parameter=parameter, variable=variable)
+    derived = project_template(agent="agent:agent", name="my-agent", template=text)
     assert derived["Globals"]["Function"]["Environment"]["Variables"]["STEPLINE_AGENT"] == {"Ref": named}
     assert derived["Parameters"][named]["Default"] == "agent:agent"
     assert (AGENT_PARAMETER in derived["Parameters"]) == (named == AGENT_PARAMETER)
@@ -63,9 +53,16 @@ def test_the_agent_is_set_through_the_templates_parameter_or_one_added(
     function = resources["StepFunction"]["Properties"]
     assert function["Layers"][:2] == [{"Ref": "SharedLayer"}, {"Ref": AGENT_LAYER}]
     assert function["Role"] == {"Fn::GetAtt": ["StepRole", "Arn"]}  # short forms read as long forms
-    assert function["CodeUri"] == "../../stepline/functions/model_step/"  # relative to the project
-    assert resources["Machine"]["Properties"]["DefinitionUri"] == "../../stepline/infra/statemachine/agent_run.asl.json"
-    assert resources["SharedLayer"]["Properties"]["ContentUri"] == "../../stepline/shared/"
+    assert function["CodeUri"] == "stack/functions/model_step/"  # the project's copy of the stack
+    assert resources["Machine"]["Properties"]["DefinitionUri"] == "stack/statemachine/agent_run.asl.json"
+    assert resources["SharedLayer"]["Properties"]["ContentUri"] == "stack/layer/"
     layer = resources[AGENT_LAYER]
-    assert layer["Properties"]["ContentUri"] == "."
+    assert layer["Properties"]["ContentUri"] == "src/"  # never the project folder: its .stepline/ stays local
     assert layer["Metadata"] == {"BuildMethod": "python3.13", "BuildArchitecture": "arm64"}
+
+
+def test_a_local_path_the_project_has_no_copy_of_is_refused() -> None:
+    """A new folder in Stepline's template must get a place in projects, not a path that does not exist there."""
+    assert project_path("web/dist/") == "stack/web/"
+    with pytest.raises(ValueError, match="infra/other/"):
+        project_path("infra/other/")
