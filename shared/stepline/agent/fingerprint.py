@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 __all__ = ["digest"]
 
 _OWN = ("name", "description", "model", "instructions", "tools")
+_NOT_RUN = ("schedules", "hooks")
+"""What starts runs, not how one runs: a changed timetable leaves the runs' fingerprint as it was."""
 
 
 def digest(agent: Agent, model_spec: str) -> str:
@@ -32,7 +34,7 @@ def digest(agent: Agent, model_spec: str) -> str:
         "model": model_spec,
         "instructions": _describe(agent.instructions),
         "tools": [_tool_description(t) for t in agent.tools],
-        **{key: _describe(getattr(agent, key)) for key in type(agent).model_fields if key not in _OWN},
+        **{key: _describe(getattr(agent, key)) for key in type(agent).model_fields if key not in _OWN + _NOT_RUN},
     }
     return hashlib.sha256(dumps(described).encode()).hexdigest()[:16]
 

@@ -57,12 +57,13 @@ from ..api.identity import DevTokens, Identity, JwtIdentity, parse_dev_tokens
 from ..errors import StepLineError
 from ..llm.registry import DEMO_BOOK, resolve_with_timeout
 from ..runtime.approval_links import ApprovalLinks
-from ..runtime.notifications import MemoryNotifier
+from ..runtime.hook_signatures import EnvHookSecrets
 from ..runtime.services import Services
 from ..store.event_batcher import DEFAULT_WINDOW
 from .backend import Engine, LocalBackend, local_backend
 from .links import LocalLinkBlobStore, mount_links
 from .restart import Sweeper
+from .unattended import DevUnattended
 from .web import default_dist, describe, mount_web, start_build
 
 __all__ = ["API_THREADS", "DEFAULT_DATA_DIR", "LOCAL_DELTA_WINDOW", "DevConfig", "DevServer", "dev_server", "serve"]
@@ -157,6 +158,7 @@ class DevServer:
     backend: LocalBackend
     identity: Identity
     config: DevConfig
+    unattended: DevUnattended
 
 
 @contextmanager
@@ -174,6 +176,10 @@ def dev_server(
     thread), or moto's interpreter (for a test that reads the execution history).
     """
     agents = dev_agents(config)
+    try:
+        unattended = DevUnattended.from_env(os.environ, data_dir)
+    except ValueError as error:
+        raise DevConfigError(str(error)) from None
 
     def make_services(**backend: Any) -> Services:
         return Services(
@@ -182,7 +188,8 @@ def dev_server(
             client="stepline-dev",
             # Approval links work locally too, with a key of this process (links end with it).
             approval_links=ApprovalLinks(secrets.token_bytes(32)),
-            notifier=MemoryNotifier(),
+            notifier=unattended.notifier,
+            deliveries=unattended.outbox,
             delta_window=DEFAULT_WINDOW if data_dir is None else LOCAL_DELTA_WINDOW,
             **backend,
         )
@@ -197,7 +204,14 @@ def dev_server(
             if config.oidc_issuer and config.oidc_client_id
             else DevTokens(config.tokens)
         )
-        app = create_app(backend.services, identity, dataclasses.replace(api, cors_origins=config.cors_origins))
+        options = dataclasses.replace(
+            api,
+            cors_origins=config.cors_origins,
+            callbacks=unattended.policy if unattended.callbacks_on else None,
+            hook_secrets=EnvHookSecrets(),
+        )
+        app = create_app(backend.services, identity, options)
+        unattended.install(app, backend.services)
         _bound_threads(app)
         settings = ui_config(config)
         app.add_api_route("/config.json", lambda: JSONResponse(settings, headers={"cache-control": "no-store"}))
@@ -206,8 +220,9 @@ def dev_server(
         mount_links(app, blobs)
         mount_web(app, default_dist(os.environ))
         try:
-            yield DevServer(app, backend, identity, config)
+            yield DevServer(app, backend, identity, config, unattended)
         finally:
+            unattended.stop()
             sweeper.stop()
 
 
@@ -265,6 +280,7 @@ def banner(server: DevServer, url: str) -> str:
         f"  users    {server.identity.describe()}",
         f"  origins  {_origins(config.cors_origins)}",
         f"  web UI   {describe(default_dist(os.environ))}",
+        *server.unattended.describe(),
         "  stop     Ctrl-C",
     ]
     return "\n".join(lines) + "\n"
@@ -332,6 +348,7 @@ def serve(
         # Bound here, before the banner, so that port 0 prints the port the OS chose.
         listener = socket.create_server((host, port))
         url = f"http://{host}:{listener.getsockname()[1]}"
+        server.unattended.notifier.base_url = url
         out.write(banner(server, url))
         out.flush()
         config = uvicorn.Config(server.app, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_SECONDS)
