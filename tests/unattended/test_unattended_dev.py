@@ -191,3 +191,58 @@ def test_an_unattended_run_waits_for_approval_decided_through_the_printed_link(d
 
 def _decision_line(dev: DevProcess, run_id: str) -> str | None:
     return next((x for x in dev.banner().splitlines() if run_id in x and "decide: curl" in x), None)
+
+
+RATE = 2
+
+
+def _tick_runs(dev: DevProcess) -> list[dict[str, Any]]:
+    """Every run of the `tick` schedule (as GET /api/runs/{id} answers), by scheduled time."""
+    runs: list[dict[str, Any]] = []
+    with client(dev) as c:
+        for summary in c.get("/api/conversations", params={"limit": 100}).json()["conversations"]:
+            if summary["title"].startswith("tick"):
+                detail = c.get(f"/api/conversations/{summary['id']}").json()
+                run_id = next(m["runId"] for m in detail["messages"] if m["role"] == "assistant")
+                runs.append(c.get(f"/api/runs/{run_id}").json())
+    return sorted(runs, key=lambda r: r["metadata"]["scheduledAt"])
+
+
+def _stamp(seconds: int) -> str:
+    return dt.datetime.fromtimestamp(seconds, tz=dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def test_a_schedule_fires_once_per_occurrence_and_runs_a_missed_one_once_after_a_restart(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    dev = start_dev(data, tmp_path, STEPLINE_TEST_RATE_SECONDS=str(RATE))
+    try:
+        poll(lambda: len(_tick_runs(dev)) >= 2, "two tick runs")
+        with client(dev) as c:
+            nightly = {"scheduledAt": "2031-01-15T01:00:00Z"}  # 02:00 in Paris, in winter
+            first = c.post("/api/dev/schedules/reports/nightly/runs", json=nightly)
+            twice = c.post("/api/dev/schedules/reports/nightly/runs", json=nightly)
+            off = c.post("/api/dev/schedules/reports/nightly/runs", json={"scheduledAt": "2031-01-15T02:00:00Z"})
+            with client(dev, "eve") as eve:
+                stranger = eve.post("/api/dev/schedules/reports/nightly/runs", json=nightly)
+    finally:
+        dev.stop(signal.SIGTERM)
+    assert first.status_code == twice.status_code == 202 and first.json() == twice.json()
+    assert twice.headers["idempotent-replayed"] == "true"
+    assert off.status_code == 400 and stranger.status_code == 404
+    last_seen = json.loads((data / "schedules.json").read_text())["ops:reports/tick"] / 1000
+    gone = [last_seen + k * RATE for k in range(1, 4)]
+    poll(lambda: dt.datetime.now(tz=dt.UTC).timestamp() > gone[-1] + 1, "three occurrences while it is down")
+    again = start_dev(data, tmp_path, STEPLINE_TEST_RATE_SECONDS=str(RATE))
+    try:
+        poll(lambda: any(r["startedAt"] / 1000 > gone[-1] for r in _tick_runs(again)), "a tick after the restart")
+        runs = _tick_runs(again)
+    finally:
+        again.stop(signal.SIGTERM)
+    times = [r["metadata"]["scheduledAt"] for r in runs]
+    assert len(times) == len(set(times))  # one run per occurrence
+    before = [r for r in runs if r["metadata"]["scheduledAt"] <= _stamp(int(last_seen))]
+    after = runs[len(before) :]
+    once = after[0]  # the first run after the gap stands for every occurrence the gap held
+    assert once["metadata"]["missedOccurrences"] >= 3  # (last_seen, last_seen + 7 s] holds three at least
+    assert all("missedOccurrences" not in r["metadata"] for r in before + after[1:])
+    assert all(r["status"] == "completed" for r in runs[:-1])

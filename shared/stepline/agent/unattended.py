@@ -20,11 +20,13 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator, model_validator
+
+from ..errors import StepLineError
 
 from ..protocol._request_rules import ID_PATTERN
 
-__all__ = ["Hook", "HookPrompt", "Missed", "Schedule"]
+__all__ = ["Hook", "HookPrompt", "Missed", "Schedule", "UnattendedDefinitionError", "rate_seconds", "unique_names"]
 
 Missed = Literal["run_once", "skip"]
 """What a schedule does with occurrences missed while nothing was running to fire them."""
@@ -48,7 +50,24 @@ def _check_owner(value: str) -> str:
     return value
 
 
-class Schedule(BaseModel):
+class UnattendedDefinitionError(StepLineError, ValueError):
+    """A schedule or hook that cannot work as defined; the message names it and the setting."""
+
+
+class _Definition(BaseModel):
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as error:
+            kind = type(self).__name__.lower()
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in issue['loc']) or kind}: {issue.get('ctx', {}).get('error', issue['msg'])}"
+                for issue in error.errors()
+            )
+            raise UnattendedDefinitionError(f"{kind} {data.get('name', '?')}: {problems}") from None
+
+
+class Schedule(_Definition):
     """An agent run on a timetable: a `cron` expression or a `rate`, in a time zone.
 
     Attributes:
@@ -132,7 +151,7 @@ def rate_seconds(rate: str) -> int:
     return int(found.group(1)) * _UNIT_SECONDS[found.group(2)]
 
 
-class Hook(BaseModel):
+class Hook(_Definition):
     """An inbound webhook: `POST /api/hooks/{agent}/{name}`, signed, whose JSON payload becomes a run.
 
     Attributes:

@@ -3,9 +3,10 @@
 One function decides for both drivers (the thread of `stepline dev`, the dispatcher function that
 EventBridge Scheduler invokes every minute on AWS): given when the scheduler last looked at a
 schedule (`last_seen`, kept durably per schedule) and now, the occurrences in between are due —
-all of them while the scheduler keeps up; after a gap (the server was down), the latest one once
-(`missed="run_once"`) or only those within the tick's grace (`missed="skip"`). A schedule seen
-for the first time starts counting from now: deploying a nightly schedule at noon does not run it.
+all of them while the scheduler keeps up; after a gap (the scheduler was down longer than the
+tick's grace), the latest one once, its metadata counting the occurrences it stands for
+(`missed="run_once"`), or none (`missed="skip"`). A schedule seen for the first time starts
+counting from now: deploying a nightly schedule at noon does not run it.
 
 Each occurrence starts its run with the idempotency key `schedule:<agent>/<name>@<time>`, so a
 tick delivered twice, two schedulers, or a crash between the start and the `last_seen` write
@@ -21,16 +22,34 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from croniter import croniter
+from pydantic import JsonValue
 
 from ..agent.definition import Agent
 from ..agent.unattended import Schedule
 from .headless import HeadlessStart, Started, start_headless
 from .services import Services
 
-__all__ = ["ScheduleState", "Tick", "due_occurrences", "fire_occurrence", "is_occurrence", "schedule_key", "tick"]
+__all__ = [
+    "Due",
+    "ScheduleState",
+    "Tick",
+    "due_occurrences",
+    "fire_occurrence",
+    "is_occurrence",
+    "schedule_key",
+    "tick",
+]
 
 _MAX_SCAN = 10_000
 """Occurrences examined at most in one gap (a seconds-rate schedule down for hours)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Due:
+    """An occurrence to run; `missed` > 1 when it stands for that many missed while nothing ran."""
+
+    at: dt.datetime
+    missed: int = 1
 
 
 class ScheduleState(Protocol):
@@ -67,7 +86,7 @@ def _after(schedule: Schedule, start: dt.datetime) -> Iterator[dt.datetime]:
         yield times.get_next(dt.datetime).astimezone(dt.UTC)
 
 
-def due_occurrences(schedule: Schedule, *, last_seen: int | None, now: int, grace_ms: int) -> list[dt.datetime]:
+def due_occurrences(schedule: Schedule, *, last_seen: int | None, now: int, grace_ms: int) -> list[Due]:
     """The occurrences to run now (see the module docstring)."""
     if last_seen is None or now <= last_seen:
         return []
@@ -77,10 +96,11 @@ def due_occurrences(schedule: Schedule, *, last_seen: int | None, now: int, grac
         if at > until or len(found) >= _MAX_SCAN:
             break
         found.append(at)
-    on_time = [at for at in found if now - int(at.timestamp() * 1000) <= grace_ms]
-    if schedule.missed == "skip" or len(on_time) == len(found):
-        return on_time
-    return sorted({found[-1], *on_time})  # run_once: the latest missed one, and every on-time one
+    if now - last_seen <= grace_ms:  # the scheduler kept up: every occurrence is on time
+        return [Due(at) for at in found]
+    if schedule.missed == "skip" or not found:
+        return []
+    return [Due(found[-1], missed=len(found))]  # run_once: the latest, standing for all of them
 
 
 def is_occurrence(schedule: Schedule, at: dt.datetime) -> bool:
@@ -89,12 +109,14 @@ def is_occurrence(schedule: Schedule, at: dt.datetime) -> bool:
     return previous == at.astimezone(dt.UTC).replace(microsecond=0)
 
 
-def fire_occurrence(services: Services, agent: Agent, schedule: Schedule, at: dt.datetime) -> Started:
+def fire_occurrence(services: Services, agent: Agent, schedule: Schedule, at: dt.datetime, missed: int = 1) -> Started:
     """The run of one occurrence (the same run however often it is fired)."""
     stamp = at.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
     local = at.astimezone(schedule.zone).strftime("%Y-%m-%d %H:%M")
     key = f"schedule:{schedule_key(agent.name, schedule)}@{stamp}"
-    metadata = {**schedule.metadata, "schedule": schedule.name, "scheduledAt": stamp}
+    metadata: dict[str, JsonValue] = {**schedule.metadata, "schedule": schedule.name, "scheduledAt": stamp}
+    if missed > 1:
+        metadata["missedOccurrences"] = missed
     return start_headless(
         services,
         schedule.owner,
@@ -132,7 +154,7 @@ def tick(services: Services, state: ScheduleState, *, now: int, grace_ms: int) -
             key = schedule_key(agent.name, schedule)
             due = due_occurrences(schedule, last_seen=state.last_seen(schedule.owner, key), now=now, grace_ms=grace_ms)
             try:
-                started.extend(fire_occurrence(services, agent, schedule, at) for at in due)
+                started.extend(fire_occurrence(services, agent, schedule, d.at, d.missed) for d in due)
             except Exception as error:  # the next tick sees the same occurrences again (idempotent)
                 failed.append((key, f"{type(error).__name__}: {error}"))
                 continue
