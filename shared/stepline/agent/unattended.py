@@ -23,7 +23,6 @@ from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator, model_validator
 
 from ..errors import StepLineError
-
 from ..protocol._request_rules import ID_PATTERN
 
 __all__ = ["Hook", "HookPrompt", "Missed", "Schedule", "UnattendedDefinitionError", "rate_seconds", "unique_names"]
