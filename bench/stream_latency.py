@@ -55,9 +55,11 @@ from typing import Any
 import httpx
 import uvicorn
 
-from stepline.api.app import ApiOptions, create_app
+from stepline.api.app import create_app
+from stepline.api.deps import ApiOptions
 from stepline.api.identity import DEFAULT_LOCAL_USER, DevTokens
-from stepline.llm.base import ModelCallOptions, ModelCapabilities, ModelStreamPart, parse_stream_part
+from stepline.llm.base import ModelCallOptions, ModelCapabilities
+from stepline.llm.stream_parts import ModelStreamPart, parse_stream_part
 from stepline.local.backend import LocalBackend, local_backend
 from stepline.local.dev import DEFAULT_TOOLS
 from stepline.loop.stream_text import stream_text

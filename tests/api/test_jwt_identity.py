@@ -1,17 +1,15 @@
 """`stepline dev` with a real OIDC issuer: ID tokens checked against the issuer's keys (PyJWT).
 
 The issuer is a local HTTP server publishing a JWKS (bound to port 0); tokens are signed with its
-RSA key, or with another one.
+RSA key, or with another one. Every algorithm against every key type: test_jwt_algorithms.py; how
+the keys are fetched again: test_oidc_keys.py.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Callable, Generator, Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jwt
@@ -19,8 +17,9 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi import HTTPException, Request
 
-from stepline.api.identity import JwtIdentity
+from stepline.api.oidc import JwtIdentity
 from stepline.local.dev import DevConfigError, ui_config
+from tests.support.jwks import serving
 from tests.support.server import Running, config, running
 
 CLIENT = "stepline-web"
@@ -35,37 +34,11 @@ def _jwks(key: rsa.RSAPrivateKey) -> bytes:
     return json.dumps({"keys": [{**public, "kid": "k1", "use": "sig", "alg": "RS256"}]}).encode()
 
 
-@contextmanager
-def _serving(documents: dict[str, Callable[[str], bytes]], *, port: int = 0) -> Generator[str]:
-    """An HTTP server on a free port answering `documents` (path → body from the base URL), else 404."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            document = documents.get(self.path)
-            self.send_response(200 if document else 404)
-            self.send_header("content-type", "application/json")
-            self.end_headers()
-            self.wfile.write(document(base) if document else b"{}")
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = HTTPServer(("127.0.0.1", port), Handler)
-    base = f"http://127.0.0.1:{server.server_port}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield base
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 @pytest.fixture(scope="module")
 def issuer() -> Iterator[tuple[str, rsa.RSAPrivateKey]]:
     """An issuer with no discovery document, its keys where Cognito publishes them."""
     key = _key()
-    with _serving({"/.well-known/jwks.json": lambda _: _jwks(key)}) as base:
+    with serving({"/.well-known/jwks.json": lambda _: _jwks(key)}) as base:
         yield base, key
 
 
@@ -142,7 +115,7 @@ def test_the_keys_are_where_the_issuers_discovery_document_says() -> None:
         ).encode(),
         "/keys": lambda _: _jwks(key),
     }
-    with _serving(documents) as base:
+    with serving(documents) as base:
         identity = JwtIdentity(base, CLIENT)
         assert _user_of(identity, _token((base, key))) == "alice-sub"
         with pytest.raises(HTTPException) as refused:
@@ -152,12 +125,12 @@ def test_the_keys_are_where_the_issuers_discovery_document_says() -> None:
 
 def test_an_issuer_that_cannot_be_reached_is_503_and_asked_again_next_time() -> None:
     key = _key()
-    with _serving({}) as base:
+    with serving({}) as base:
         pass  # its port is free again: nothing answers there
     identity = JwtIdentity(base, CLIENT)
     with pytest.raises(HTTPException) as unreachable:
         _user_of(identity, _token((base, key)))
     assert unreachable.value.status_code == 503 and "keys cannot be read" in str(unreachable.value.detail)
     port = int(base.rsplit(":", 1)[1])
-    with _serving({"/.well-known/jwks.json": lambda _: _jwks(key)}, port=port):
+    with serving({"/.well-known/jwks.json": lambda _: _jwks(key)}, port=port):
         assert _user_of(identity, _token((base, key))) == "alice-sub"  # nothing wrong was remembered

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from stepline.api.app import ApiOptions
+from stepline.api.deps import ApiOptions
 from stepline.api.identity import DEFAULT_LOCAL_USER
 from stepline.local.dev import LOCAL_DELTA_WINDOW
 from stepline.protocol.sse import decode_ui_message_stream

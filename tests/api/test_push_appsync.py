@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from stepline.api.app import ApiOptions
+from stepline.api.deps import ApiOptions
 from stepline.aws.appsync_events import AppSyncEventsNotifier
 from stepline.protocol.sse import decode_ui_message_stream
 from tests.api.test_chat_api import send

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from stepline.errors import InvalidUIMessageError, MessageConversionError
+from stepline.protocol._ui_validation import validate_ui_messages
 from stepline.protocol.convert_json import convert_ui_messages_json
 from stepline.protocol.parts import UIMessage
-from stepline.protocol.request import validate_ui_messages
 from stepline.protocol.to_model_messages import convert_to_model_messages
 from tests.support.sdk_oracle import SdkError, SdkOracle
 

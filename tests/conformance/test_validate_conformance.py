@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from stepline.errors import InvalidUIMessageError
-from stepline.protocol.request import validate_ui_messages
+from stepline.protocol._ui_validation import validate_ui_messages
 from tests.support.sdk_oracle import SdkError, SdkOracle
 
 Json = dict[str, Any]

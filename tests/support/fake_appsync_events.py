@@ -41,7 +41,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
-from stepline.aws.appsync_events import EventApi, EventApiSigner
+from stepline.aws.appsync_auth import EventApi, EventApiSigner
 
 __all__ = ["CREDENTIALS", "REGION", "FakeEventApi", "Published", "signer_for"]
 

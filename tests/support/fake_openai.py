@@ -37,8 +37,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from stepline.llm.base import LanguageModel, ModelCallOptions, ModelStreamPart, V4Error
+from stepline.llm.base import LanguageModel, ModelCallOptions
 from stepline.llm.openai import aclose_openai_clients
+from stepline.llm.stream_parts import ModelStreamPart, V4Error
 
 __all__ = [
     "API_KEY",

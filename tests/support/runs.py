@@ -9,7 +9,7 @@ from typing import Any
 from stepline.loop.tools import Tool
 from stepline.protocol.chunks import parse_chunk
 from stepline.protocol.reducer import reduce_ui_message_stream
-from stepline.runtime import worker
+from stepline.runtime.turn import begin_turn
 from stepline.store.replay import chunks_of
 from tests.support.local_aws import LocalAws
 
@@ -55,7 +55,7 @@ class Counted:
 
 def begin(aws: LocalAws, text: str = "hello") -> str:
     run_id = f"run-{next(ids)}"
-    worker.begin_turn(
+    begin_turn(
         aws.services,
         USER,
         conversation_id=f"c-{run_id}",

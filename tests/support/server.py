@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import uvicorn
 
-from stepline.api.app import ApiOptions
+from stepline.api.deps import ApiOptions
 from stepline.local.backend import Engine
 from stepline.local.dev import DevConfig, DevServer, dev_server
 

@@ -44,19 +44,9 @@ from ..errors import StepLineError
 from ..llm.base import LanguageModel, ToolChoice
 from ..loop.approval import approval_rule
 from ..loop.callbacks import Callback, Callbacks
-from ..loop.config import (
-    ApprovalPolicy,
-    ApprovalSetting,
-    CallSettings,
-    Include,
-    Instructions,
-    LoopConfig,
-    PrepareStep,
-    RepairToolCall,
-    Timeouts,
-)
+from ..loop.config import CallSettings, Include, Instructions, LoopConfig, PrepareStep, RepairToolCall, Timeouts
 from ..loop.stop import StopCondition, is_step_count
-from ..loop.tools import Tool
+from ..loop.tools import ApprovalPolicy, ApprovalSetting, Tool
 from ..protocol.model_messages import ProviderOptions, SystemModelMessage
 from ..protocol.to_model_messages import ReasoningPolicy
 from ..store.history import DEFAULT_BUDGET_CHARS
@@ -326,7 +316,8 @@ class Agent(BaseModel):
         while it waited) is logged, and continues with the definition it finds.
         """
         if self._fingerprint is None:
-            self._fingerprint = digest(self, self.model_spec("<runtime default>"))
+            settings = {key: getattr(self, key) for key in type(self).model_fields}
+            self._fingerprint = digest(settings, self.tools, self.model_spec("<runtime default>"))
         return self._fingerprint
 
 

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from pydantic import BaseModel, JsonValue
 
 from ..loop.tools import Tool
 from ..protocol._json import dumps
-
-if TYPE_CHECKING:
-    from .definition import Agent
 
 __all__ = ["digest"]
 
@@ -26,15 +23,20 @@ _NOT_RUN = ("schedules", "hooks")
 """What starts runs, not how one runs: a changed timetable leaves the runs' fingerprint as it was."""
 
 
-def digest(agent: Agent, model_spec: str) -> str:
-    """16 hex digits of the agent's described definition (`model_spec` names its model)."""
+def digest(settings: Mapping[str, object], tools: Sequence[Tool], model_spec: str) -> str:
+    """16 hex digits of an agent's described definition.
+
+    `settings` are the agent's fields in their declared order (its `name`, `description`,
+    `instructions` and the rest; `model` and `tools` are described from `model_spec`, which
+    names the model, and `tools`).
+    """
     described = {
-        "name": agent.name,
-        "description": agent.description,
+        "name": cast(JsonValue, settings["name"]),
+        "description": cast(JsonValue, settings["description"]),
         "model": model_spec,
-        "instructions": _describe(agent.instructions),
-        "tools": [_tool_description(t) for t in agent.tools],
-        **{key: _describe(getattr(agent, key)) for key in type(agent).model_fields if key not in _OWN + _NOT_RUN},
+        "instructions": _describe(settings["instructions"]),
+        "tools": [_tool_description(t) for t in tools],
+        **{key: _describe(value) for key, value in settings.items() if key not in _OWN + _NOT_RUN},
     }
     return hashlib.sha256(dumps(described).encode()).hexdigest()[:16]
 

@@ -35,8 +35,7 @@ from typing import Any, cast, overload
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, PydanticSchemaGenerationError, create_model
 
 from ..errors import StepLineError
-from ..loop.config import ApprovalPolicy, ApprovalSetting
-from ..loop.tools import Tool, ToolContext
+from ..loop.tools import ApprovalPolicy, ApprovalSetting, Tool, ToolContext
 from ..loop.tools import tool as schema_tool
 from ..tools.context import RunContext
 

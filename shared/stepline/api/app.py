@@ -21,7 +21,7 @@ from .errors import install_error_handlers
 from .identity import Identity
 from .schemas import ChatRequestBody, ErrorBody
 
-__all__ = ["ApiOptions", "create_app"]
+__all__ = ["create_app"]
 
 
 def create_app(services: Services, identity: Identity, options: ApiOptions = ApiOptions()) -> FastAPI:  # noqa: B008

@@ -2,7 +2,7 @@
 
 `POST /api/approval-links/{approval_id}` is the one route that resolves no user: the token is the
 permission (`stepline.runtime.approval_links`). Past the token check it is the user-token
-webhook exactly: the same compare-and-set (`worker.decide`), the same answers (200; the same
+webhook exactly: the same compare-and-set (`waits.decide`), the same answers (200; the same
 decision again: a byte-identical 200; another one: 409; unknown: 404; expired: 410) and the same
 approval view, with `decidedBy: "link"` recorded on the approval.
 """
@@ -13,15 +13,16 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from ..runtime.approval_links import InvalidLinkError, link_path
-from ..runtime.worker import decide
+from ..runtime.waits import decide
 from ..store.errors import NotFound
+from .bodies import CheckedRoute
 from .deps import ServicesDep
 from .errors import ApiError
 from .schemas import ApprovalDecisionBody, ApprovalView, Id, approval_view
 
 __all__ = ["LINK_DECIDER", "ApprovalLinkBody", "router"]
 
-router = APIRouter()
+router = APIRouter(route_class=CheckedRoute)
 LINK_DECIDER = "link"
 """`decidedBy` of an approval decided with a link."""
 

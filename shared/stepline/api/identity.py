@@ -7,21 +7,18 @@
 - Locally, `STEPLINE_DEV_TOKENS=token:user,token2:user2` maps bearer tokens to users. Unset, every
   request is the one default local user (the startup banner says so).
 - Locally with `STEPLINE_OIDC_ISSUER` (and `STEPLINE_OIDC_CLIENT_ID`), bearer tokens are real OIDC
-  ID tokens, checked like API Gateway's Cognito authorizer checks them: signature against the
-  issuer's published keys (JWKS, PyJWT), issuer, audience (the client id) and expiry. So the UI's
-  sign-in path runs without AWS, against any OIDC provider.
+  ID tokens, checked like API Gateway's Cognito authorizer checks them (`stepline.api.oidc`). So
+  the UI's sign-in path runs without AWS, against any OIDC provider.
 
-A request without a user is refused with 401 before any handler runs.
+A request without a user is refused with 401 before any handler runs; one with two
+`Authorization` headers with 400 (which one would be the caller is not for us to guess).
 """
 
 from __future__ import annotations
 
 import hmac
-import threading
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import Any, Protocol, cast
 
 from fastapi import HTTPException, Request
 from pydantic import JsonValue
@@ -29,10 +26,17 @@ from pydantic import JsonValue
 from ..protocol._json import loads_strict
 from ..store.records import check_id
 
-if TYPE_CHECKING:
-    from jwt import PyJWKClient
-
-__all__ = ["ApiGatewayIdentity", "DevTokens", "Identity", "JwtIdentity", "parse_dev_tokens", "request_claims"]
+__all__ = [
+    "ApiGatewayIdentity",
+    "DevTokens",
+    "Identity",
+    "bearer_token",
+    "checked_user",
+    "parse_dev_tokens",
+    "request_claims",
+    "single_authorization",
+    "unauthorized",
+]
 
 DEFAULT_LOCAL_USER = "local-user"
 
@@ -47,15 +51,33 @@ class Identity(Protocol):
         ...
 
 
-def _unauthorized(detail: str) -> HTTPException:
+def unauthorized(detail: str) -> HTTPException:
+    """The 401 of a request without a usable user (`detail` says what was wrong, never the token)."""
     return HTTPException(status_code=401, detail=detail, headers={"www-authenticate": "Bearer"})
 
 
-def _checked(user: str) -> str:
+def checked_user(user: str) -> str:
+    """A user id from a token or claims, if it can key the user's records (else 401)."""
     try:
         return check_id(user, "user id")
     except ValueError:
-        raise _unauthorized("the caller's user id is not usable") from None
+        raise unauthorized("the caller's user id is not usable") from None
+
+
+def single_authorization(request: Request) -> str | None:
+    """The request's one `Authorization` header (None without one); two or more are a 400."""
+    values = request.headers.getlist("authorization")
+    if len(values) > 1:
+        raise HTTPException(status_code=400, detail="send one Authorization header, not several")
+    return values[0] if values else None
+
+
+def bearer_token(request: Request, hint: str) -> str:
+    """The bearer token of the request's one `Authorization` header (401 with `hint` without one)."""
+    scheme, _, token = (single_authorization(request) or "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise unauthorized(hint)
+    return token.strip()
 
 
 class ApiGatewayIdentity:
@@ -75,10 +97,11 @@ class ApiGatewayIdentity:
         return cast(dict[str, Any], claims) if isinstance(claims, dict) else {}
 
     def user_of(self, request: Request) -> str:
+        single_authorization(request)  # the authorizer checked one of them: which, the app cannot tell
         user = self.claims_of(request).get(self._claim)
         if not isinstance(user, str) or not user:
-            raise _unauthorized("no authenticated user on this request")
-        return _checked(user)
+            raise unauthorized("no authenticated user on this request")
+        return checked_user(user)
 
     @staticmethod
     def _request_context(request: Request) -> dict[str, Any]:
@@ -90,7 +113,7 @@ class ApiGatewayIdentity:
             try:
                 parsed = loads_strict(header)
             except ValueError:
-                raise _unauthorized("malformed request context") from None
+                raise unauthorized("malformed request context") from None
             if isinstance(parsed, dict):
                 return cast(dict[str, Any], parsed)
         return {}
@@ -143,99 +166,8 @@ class DevTokens:
     def user_of(self, request: Request) -> str:
         if not self._tokens:
             return self._default
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token:
-            raise _unauthorized("send Authorization: Bearer <token> (a token of STEPLINE_DEV_TOKENS)")
+        token = bearer_token(request, "send Authorization: Bearer <token> (a token of STEPLINE_DEV_TOKENS)")
         for known, user in self._tokens.items():
-            if hmac.compare_digest(known.encode(), token.strip().encode()):
+            if hmac.compare_digest(known.encode(), token.encode()):
                 return user
-        raise _unauthorized("unknown token")
-
-
-def _discovered_jwks_uri(issuer: str) -> str | None:
-    """`jwks_uri` of the issuer's OpenID discovery document (None: it serves none, 404, or names none).
-
-    OSError when the issuer cannot be asked; nothing is remembered then, so the next request asks again.
-    """
-    try:
-        with urllib.request.urlopen(f"{issuer}/.well-known/openid-configuration", timeout=10) as response:
-            document: Any = loads_strict(response.read().decode("utf-8"))
-    except urllib.error.HTTPError as error:
-        if error.code == 404:
-            return None
-        raise
-    except ValueError:
-        return None
-    uri = cast(dict[str, Any], document).get("jwks_uri") if isinstance(document, dict) else None
-    return uri if isinstance(uri, str) and uri.startswith(("https://", "http://")) else None
-
-
-def _bearer(request: Request) -> str:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise _unauthorized("send Authorization: Bearer <ID token>")
-    return token.strip()
-
-
-class JwtIdentity:
-    """Users from OIDC ID tokens, verified against the issuer's JWKS; the user is the `sub` claim.
-
-    PyJWT is imported here, not at module level: only `stepline dev` uses this class (on AWS the
-    authorizer has checked the token), so the Lambda layer does not carry PyJWT.
-    """
-
-    ALGORITHMS = ("RS256", "ES256")
-
-    def __init__(self, issuer: str, audience: str, *, jwks_url: str | None = None, claim: str = "sub") -> None:
-        import jwt
-
-        self._jwt = jwt
-        self._issuer = issuer.rstrip("/")
-        self._audience = audience
-        self._claim = claim
-        self._jwks_url = jwks_url
-        self._keys: PyJWKClient | None = None
-        self._lock = threading.Lock()
-
-    def _key_client(self) -> PyJWKClient:
-        """The issuer's key set: where its discovery document (`jwks_uri`) says, read at first use.
-
-        Providers publish their keys at different paths (Cognito `/.well-known/jwks.json`, Keycloak
-        `/protocol/openid-connect/certs`, Okta `/v1/keys`); without a discovery document, Cognito's.
-        """
-        with self._lock:
-            if self._keys is None:
-                try:
-                    discovered = None if self._jwks_url else _discovered_jwks_uri(self._issuer)
-                except OSError as error:
-                    raise self._jwt.PyJWKClientConnectionError(f"the issuer's discovery document: {error}") from None
-                url = self._jwks_url or discovered or f"{self._issuer}/.well-known/jwks.json"
-                self._keys = self._jwt.PyJWKClient(url, cache_keys=True)
-            return self._keys
-
-    def describe(self) -> str:
-        return f"users from ID tokens of {self._issuer} (client {self._audience}), checked against its keys"
-
-    def user_of(self, request: Request) -> str:
-        jwt = self._jwt
-        token = _bearer(request)
-        try:
-            key = self._key_client().get_signing_key_from_jwt(token)
-            claims = jwt.decode(
-                token,
-                key.key,
-                algorithms=list(self.ALGORITHMS),
-                audience=self._audience,
-                issuer=self._issuer,
-                options={"require": ["exp", "iss", "aud", self._claim]},
-            )
-        except jwt.ExpiredSignatureError:
-            raise _unauthorized("the token has expired; sign in again") from None
-        except jwt.PyJWKClientConnectionError:
-            raise HTTPException(status_code=503, detail="the issuer's keys cannot be read") from None
-        except jwt.PyJWTError:
-            raise _unauthorized("the token is not valid for this API") from None
-        user = claims.get(self._claim)
-        if not isinstance(user, str) or not user:
-            raise _unauthorized("the token names no user")
-        return _checked(user)
+        raise unauthorized("unknown token")

@@ -7,7 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import RedirectResponse
 
-from ..runtime.worker import abort_run, decide
+from ..runtime.ending import abort_run
+from ..runtime.waits import decide
 from ..store.artifacts import artifact_link
 from ..store.errors import InvalidCursor, NotFound
 from ..store.workspace import workspace_prefix

@@ -31,8 +31,10 @@ from ..agent.loading import UnknownAgentError
 from ..protocol._json import dumps
 from ..protocol.parts import UIMessage
 from ..protocol.request import ChatRequest, message_to_wire, plan_turn
+from ..runtime.ending import abort_run
 from ..runtime.services import Services
-from ..runtime.worker import abort_run, answer, begin_turn, decide, run_state
+from ..runtime.turn import begin_turn
+from ..runtime.waits import answer, decide, run_state
 from ..store.errors import ActiveRunExists, Conflict, DecisionConflict, Gone, NotFound
 from ..store.records import TERMINAL, WAITING_RUN, MessageRecord, RunRecord, check_id
 from ..store.replay import WHOLE_EVENT, EventPosition

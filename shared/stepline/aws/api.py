@@ -12,8 +12,9 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from ..api.app import ApiOptions, create_app
+from ..api.app import create_app
 from ..api.cors import parse_origins
+from ..api.deps import ApiOptions
 from ..api.identity import ApiGatewayIdentity
 from .wiring import ConfigurationError, Settings, build_services
 

@@ -26,118 +26,29 @@ run matters). `flush` waits for what is pending, so a Lambda handler can send be
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from collections.abc import Callable
+from typing import Any, cast
 
 from ..runtime.stream_push import RunSubscription
+from .appsync_auth import EventApi, EventApiSigner
 
-__all__ = [
-    "AppSyncEventsNotifier",
-    "EventApi",
-    "EventApiSigner",
-    "channel_of",
-    "flush_notifications",
-    "forget_credentials",
-    "reset_notifiers",
-]
+__all__ = ["NAMESPACE", "AppSyncEventsNotifier", "channel_of", "flush_notifications", "reset_notifiers"]
 
 _LOG = logging.getLogger(__name__)
 
 NAMESPACE = "runs"
 """The channel namespace of the runs (template.yaml's `RunsChannelNamespace`)."""
 
-SIGNED_HEADERS = {
-    "accept": "application/json, text/javascript",
-    "content-encoding": "amz-1.0",
-    "content-type": "application/json; charset=UTF-8",
-}
-"""The headers an Event API request carries and signs (the AWS AppSync Events signer examples)."""
-
 
 def channel_of(user_id: str, run_id: str) -> str:
     """The run's channel: `/runs/` and a digest of (user, run), 40 hex characters."""
     digest = hashlib.sha256(f"{user_id}\x00{run_id}".encode()).hexdigest()[:40]
     return f"/{NAMESPACE}/{digest}"
-
-
-@dataclass(frozen=True, slots=True)
-class EventApi:
-    """Where the Event API is: its two domains (`Dns.Http`, `Dns.Realtime`) and region.
-
-    `secure` is False only for a local fake (http:// and ws://).
-    """
-
-    http_domain: str
-    realtime_domain: str
-    region: str
-    secure: bool = True
-
-    @property
-    def publish_url(self) -> str:
-        return f"{'https' if self.secure else 'http'}://{self.http_domain}/event"
-
-    @property
-    def realtime_url(self) -> str:
-        return f"{'wss' if self.secure else 'ws'}://{self.realtime_domain}/event/realtime"
-
-
-class Credentials(Protocol):
-    @property
-    def access_key(self) -> str: ...
-    @property
-    def secret_key(self) -> str: ...
-    @property
-    def token(self) -> str | None: ...
-
-
-@functools.cache
-def _session() -> Any:
-    import boto3
-
-    return boto3.Session()
-
-
-def forget_credentials() -> None:
-    """Resolve the credentials afresh at the next signature (after a SnapStart restore)."""
-    _session.cache_clear()
-
-
-def _role_credentials() -> Credentials:
-    """The function's current credentials, frozen per signature (refreshable ones rotate)."""
-    found = _session().get_credentials()
-    if found is None:
-        raise RuntimeError("no AWS credentials to sign the Event API request")
-    return cast(Credentials, found.get_frozen_credentials())
-
-
-class EventApiSigner:
-    """SigV4 headers for an Event API request, as the HTTP publish and the WebSocket messages need."""
-
-    def __init__(self, api: EventApi, credentials: Callable[[], Credentials] = _role_credentials) -> None:
-        self._api = api
-        self._credentials = credentials
-
-    def headers(self, body: str) -> dict[str, str]:
-        """The signed headers of `POST {http}/event` with `body`, and `host`.
-
-        A WebSocket authorization object must name the host; the names are in lower case, as AWS's
-        own signers give them.
-        """
-        from botocore.auth import SigV4Auth
-        from botocore.awsrequest import AWSRequest
-
-        request = AWSRequest(method="POST", url=self._api.publish_url, data=body.encode(), headers=SIGNED_HEADERS)
-        signer: Any = SigV4Auth(self._credentials(), "appsync", self._api.region)  # pyright: ignore[reportArgumentType]
-        signer.add_auth(request)
-        signed = {str(k).lower(): str(v) for k, v in cast(Mapping[str, str], request.headers).items()}
-        return {"host": self._api.http_domain, **signed}
 
 
 class _Publisher:

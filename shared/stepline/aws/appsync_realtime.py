@@ -33,7 +33,7 @@ from websockets.typing import Subprotocol
 
 from ..protocol._json import loads_strict
 from ..runtime.stream_push import wait_consumed
-from .appsync_events import EventApi, EventApiSigner
+from .appsync_auth import EventApi, EventApiSigner
 
 __all__ = ["SUBPROTOCOL", "RealtimeClient", "auth_subprotocol"]
 

@@ -7,12 +7,13 @@ staged writes (plus the id pointers a new message or approval needs) into one
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..store.errors import StoreError
 from ..store.records import (
     ApprovalRecord,
     ArtifactRecord,
+    CheckpointRecord,
     ConversationRecord,
     EventRecord,
     MessageRecord,
@@ -23,16 +24,33 @@ from ..store.records import (
 from ..store.unit import Record
 from .dynamo_items import index_attributes, keys, num_attr, str_attr
 
-if TYPE_CHECKING:
-    from .dynamodb import DynamoStore
+__all__ = ["DynamoTables", "DynamoUnit"]
 
-__all__ = ["DynamoUnit"]
+
+class DynamoTables(Protocol):
+    """What a unit needs of its store (`DynamoStore`): the tables, their client, the item codec."""
+
+    client: Any
+    agent_table: str
+    events_table: str
+
+    def encode(self, record: Record) -> dict[str, Any]: ...
+
+    def decode(self, item: dict[str, Any]) -> Any: ...
+
+    def query_all(self, table: str, pk: str, prefix: str) -> list[dict[str, Any]]:
+        """Every item of a partition whose sort key starts with `prefix` (consistent reads)."""
+        ...
+
+    def transact(self, actions: list[dict[str, Any]]) -> None:
+        """Commit the actions in one transaction (`ConcurrentUpdate` when a condition failed)."""
+        ...
 
 
 class DynamoUnit:
     """Consistent reads; writes staged with the revision each read saw."""
 
-    def __init__(self, store: DynamoStore) -> None:
+    def __init__(self, store: DynamoTables) -> None:
         self._store = store
         self._revs: dict[tuple[str, str, str], int] = {}
         self.writes: list[tuple[Record, bool]] = []
@@ -97,6 +115,9 @@ class DynamoUnit:
 
     def artifact(self, user_id: str, artifact_id: str) -> ArtifactRecord | None:
         return self.get_item({"pk": str_attr(f"U#{user_id}#ART#{artifact_id}"), "sk": str_attr("META")})
+
+    def checkpoint(self, user_id: str, run_id: str, seq: int) -> CheckpointRecord | None:
+        return self.get_item({"pk": str_attr(f"U#{user_id}#R#{run_id}"), "sk": str_attr(f"K#{seq:06d}")})
 
     # -- writes ------------------------------------------------------------------------------------
 

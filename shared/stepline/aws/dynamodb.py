@@ -21,35 +21,33 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from ..protocol._json import dumps, loads_strict
-from ..store import operations as ops
 from ..store.errors import ConcurrentUpdate, Conflict, NotFound, StoreError
+from ..store.operations.common import DELTA_RETENTION_MS
 from ..store.ports import Page
 from ..store.records import (
     TERMINAL,
     ApprovalRecord,
     ArtifactRecord,
-    CheckpointRecord,
     ConversationRecord,
     EventRecord,
     MessageRecord,
-    RunRecord,
-    ToolCallRecord,
 )
 from ..store.redacting_unit import RedactingUnit
 from ..store.redaction import ReasoningPolicy, Redactor
 from ..store.transactional import TransactionalStore
-from ..store.unit import Record
+from ..store.unit import Record, Unit
+from ..store.unit_reads import UnitReads
 from .cursors import decode_cursor, encode_cursor
-from .dynamo_items import KIND_OF, KINDS, index_attributes, keys, num_attr, str_attr
+from .dynamo_items import KIND_OF, KINDS, num_attr, str_attr
 from .dynamo_unit import DynamoUnit
 
-__all__ = ["DynamoStore", "index_attributes", "keys"]
+__all__ = ["DynamoStore"]
 
 T = TypeVar("T")
 MAX_ATTEMPTS = 40
 
 
-class DynamoStore(TransactionalStore):
+class DynamoStore(TransactionalStore, UnitReads):
     """The store on two DynamoDB tables (and a blob store for large payloads).
 
     Example:
@@ -65,7 +63,7 @@ class DynamoStore(TransactionalStore):
         events_table: str,
         blobs: Any = None,
         offload_threshold: int = 64 * 1024,
-        delta_retention_ms: int = ops.DELTA_RETENTION_MS,
+        delta_retention_ms: int = DELTA_RETENTION_MS,
         sleep: Callable[[float], None] = time.sleep,
         redactor: Redactor | None = None,
         reasoning: ReasoningPolicy = "keep",
@@ -142,11 +140,8 @@ class DynamoStore(TransactionalStore):
             return result
         raise ConcurrentUpdate(f"gave up after {MAX_ATTEMPTS} attempts under contention")
 
-    def _get(self, getter: Callable[[DynamoUnit], T | None], missing: str) -> T:
-        found = getter(DynamoUnit(self))
-        if found is None:
-            raise NotFound(missing)
-        return found
+    def _peek(self, read: Callable[[Unit], T]) -> T:
+        return read(DynamoUnit(self))
 
     def _index(
         self,
@@ -186,11 +181,6 @@ class DynamoStore(TransactionalStore):
 
     # -- the port: conversations and messages ------------------------------------------------------
 
-    def get_conversation(self, user_id: str, conversation_id: str) -> ConversationRecord:
-        return self._get(
-            lambda u: u.conversation(user_id, conversation_id), f"conversation {conversation_id} not found"
-        )
-
     def list_conversations(
         self, user_id: str, *, limit: int = 20, cursor: str | None = None
     ) -> Page[ConversationRecord]:
@@ -229,7 +219,7 @@ class DynamoStore(TransactionalStore):
         if pointer is None:
             raise NotFound(f"message {message_id} not found")
         seq = int(pointer["seq"]["N"])
-        return self._get(lambda u: u.message(user_id, conversation_id, seq), f"message {message_id} not found")
+        return self._found(lambda u: u.message(user_id, conversation_id, seq), f"message {message_id} not found")
 
     def delete_conversation(self, user_id: str, conversation_id: str) -> None:
         pk = f"U#{user_id}#C#{conversation_id}"
@@ -255,32 +245,11 @@ class DynamoStore(TransactionalStore):
         for rest in self.query_all(self.agent_table, pk, ""):
             self.client.delete_item(TableName=self.agent_table, Key={"pk": rest["pk"], "sk": rest["sk"]})
 
-    # -- runs ------------------------------------------------------------------------------------------
-
-    def get_run(self, user_id: str, run_id: str) -> RunRecord:
-        return self._get(lambda u: u.run(user_id, run_id), f"run {run_id} not found")
-
-    def latest_checkpoint(self, user_id: str, run_id: str) -> CheckpointRecord | None:
-        run = self.get_run(user_id, run_id)
-        if run.checkpoint_seq == 0:
-            return None
-        key = {"pk": str_attr(f"U#{user_id}#R#{run_id}"), "sk": str_attr(f"K#{run.checkpoint_seq:06d}")}
-        return self._get(lambda u: u.get_item(key), "checkpoint not found")
-
     # -- approvals -------------------------------------------------------------------------------------
-
-    def get_approval(self, user_id: str, approval_id: str) -> ApprovalRecord:
-        return self._get(lambda u: u.approval(user_id, approval_id), f"approval {approval_id} not found")
 
     def pending_approvals(self, user_id: str) -> list[ApprovalRecord]:
         items = self._index("GSI1", "gsi1pk", f"U#{user_id}#PENDING").get("Items", [])
         return [a for a in self._records(items) if a.status == "requested"]
-
-    # -- tool calls ------------------------------------------------------------------------------------
-
-    def list_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
-        self.get_run(user_id, run_id)
-        return sorted(DynamoUnit(self).run_tool_calls(user_id, run_id), key=lambda c: (c.step_index, c.tool_call_id))
 
     # -- events ----------------------------------------------------------------------------------------
 
@@ -312,19 +281,6 @@ class DynamoStore(TransactionalStore):
         return out[:limit]
 
     # -- artifacts ---------------------------------------------------------------------------------------
-
-    def put_artifact(self, record: ArtifactRecord) -> ArtifactRecord:
-        def put(unit: DynamoUnit) -> ArtifactRecord:
-            existing = unit.artifact(record.user_id, record.artifact_id)
-            if existing is not None:
-                return existing
-            unit.put(record, new=True)
-            return record
-
-        return self._do(put)
-
-    def get_artifact(self, user_id: str, artifact_id: str) -> ArtifactRecord:
-        return self._get(lambda u: u.artifact(user_id, artifact_id), f"artifact {artifact_id} not found")
 
     def list_message_artifacts(self, user_id: str, message_id: str) -> list[ArtifactRecord]:
         items = self._index("GSI1", "gsi1pk", f"U#{user_id}#MSG#{message_id}#ARTS").get("Items", [])

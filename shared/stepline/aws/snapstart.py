@@ -51,21 +51,24 @@ def prime(model_specs: Callable[[], list[str]], *, with_model: bool) -> None:
     boto3.DEFAULT_SESSION = None  # its credentials are resolved afresh after the restore
 
 
-def after_restore() -> None:
-    """Forget what was made before the snapshot and must differ per environment."""
+def after_restore(forget_services: Callable[[], None]) -> None:
+    """Forget what was made before the snapshot and must differ per environment.
+
+    `forget_services` drops the process's cached services (`services_from_env.cache_clear`).
+    """
     import boto3
 
-    from .appsync_events import forget_credentials, reset_notifiers
-    from .wiring import services_from_env
+    from .appsync_auth import forget_credentials
+    from .appsync_events import reset_notifiers
 
-    services_from_env.cache_clear()
+    forget_services()
     boto3.DEFAULT_SESSION = None
     forget_credentials()
     reset_notifiers()
     random.seed()
 
 
-def install(before_snapshot: Callable[[], None]) -> bool:
+def install(before_snapshot: Callable[[], None], *, forget_services: Callable[[], None]) -> bool:
     """Register `before_snapshot` and `after_restore` with the runtime (False where there is none)."""
     try:
         from snapshot_restore_py import (  # pyright: ignore[reportMissingImports]
@@ -82,5 +85,5 @@ def install(before_snapshot: Callable[[], None]) -> bool:
             _LOG.warning("priming before the snapshot failed (%s)", type(error).__name__)
 
     register_before_snapshot(guarded)
-    register_after_restore(after_restore)
+    register_after_restore(after_restore, forget_services)
     return True

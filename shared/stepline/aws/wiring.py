@@ -189,7 +189,8 @@ def _stream_push(settings: Settings) -> RunNotifier | None:
     """The Event API notifier when both its domains are set, else None (the streams poll)."""
     if not (settings.events_http_domain and settings.events_realtime_domain):
         return None
-    from .appsync_events import AppSyncEventsNotifier, EventApi
+    from .appsync_auth import EventApi
+    from .appsync_events import AppSyncEventsNotifier
 
     return AppSyncEventsNotifier(
         EventApi(settings.events_http_domain, settings.events_realtime_domain, settings.region)
@@ -217,7 +218,9 @@ def worker_handler(function_name: str) -> Handler:
     if os.environ.get("STEPLINE_SNAPSTART") == "1":
         from . import snapstart
 
-        snapstart.install(lambda: snapstart.prime(_model_specs, with_model=model_now))
+        snapstart.install(
+            lambda: snapstart.prime(_model_specs, with_model=model_now), forget_services=services_from_env.cache_clear
+        )
 
     def run(event: dict[str, Any], context: Any) -> dict[str, Any]:
         try:

@@ -2,7 +2,7 @@
 
 The vocabulary is the AI SDK's `LanguageModelV4StreamPart` (`@ai-sdk/provider`
 `src/language-model/v4/language-model-v4-stream-part.ts`, as `ai@7.0.173` ships it), as pydantic
-models with the same JSON shape (`stream_parts`, re-exported here), so a scripted model can play
+models with the same JSON shape (in `stream_parts`), so a scripted model can play
 back JSON scripts written for the SDK's `MockLanguageModelV4` and every provider adapter speaks the
 same parts:
 
@@ -24,73 +24,18 @@ from typing import Literal, Protocol, runtime_checkable
 from pydantic import JsonValue
 
 from ..protocol.model_messages import ModelMessage, ProviderOptions
-from .stream_parts import (
-    ModelStreamPart,
-    UnifiedFinishReason,
-    V4Custom,
-    V4Error,
-    V4File,
-    V4Finish,
-    V4FinishReason,
-    V4InputTokens,
-    V4OutputTokens,
-    V4Ping,
-    V4Raw,
-    V4ReasoningDelta,
-    V4ReasoningEnd,
-    V4ReasoningStart,
-    V4ResponseMetadata,
-    V4Source,
-    V4StreamStart,
-    V4TextDelta,
-    V4TextEnd,
-    V4TextStart,
-    V4ToolCall,
-    V4ToolInputDelta,
-    V4ToolInputEnd,
-    V4ToolInputStart,
-    V4ToolResult,
-    V4Usage,
-    parse_stream_part,
-)
+from .stream_parts import ModelStreamPart
 
 __all__ = [
     "FunctionTool",
     "LanguageModel",
     "ModelCallOptions",
     "ModelCapabilities",
-    "ModelStreamPart",
     "ProviderTool",
     "ResponseFormat",
     "ToolChoice",
     "ToolDefinition",
-    "UnifiedFinishReason",
-    "V4Custom",
-    "V4Error",
-    "V4File",
-    "V4Finish",
-    "V4FinishReason",
-    "V4InputTokens",
-    "V4OutputTokens",
-    "V4Ping",
-    "V4Raw",
-    "V4ReasoningDelta",
-    "V4ReasoningEnd",
-    "V4ReasoningStart",
-    "V4ResponseMetadata",
-    "V4Source",
-    "V4StreamStart",
-    "V4TextDelta",
-    "V4TextEnd",
-    "V4TextStart",
-    "V4ToolCall",
-    "V4ToolInputDelta",
-    "V4ToolInputEnd",
-    "V4ToolInputStart",
-    "V4ToolResult",
-    "V4Usage",
     "close_model",
-    "parse_stream_part",
 ]
 
 # --- the call ---------------------------------------------------------------------------------

@@ -22,7 +22,8 @@ from typing import Any
 
 from ..errors import StepLineError
 from ..protocol._json import loads_strict
-from .base import LanguageModel, ModelCallOptions, ModelCapabilities, ModelStreamPart
+from .base import LanguageModel, ModelCallOptions, ModelCapabilities
+from .stream_parts import ModelStreamPart
 
 __all__ = [
     "DEMO_BOOK",

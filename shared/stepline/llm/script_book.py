@@ -35,16 +35,9 @@ from typing import Any, Final, cast
 from ..errors import StepLineError
 from ..protocol._json import dumps, loads_strict
 from ..protocol.model_messages import AssistantModelMessage, ModelMessage, ModelTextPart, UserModelMessage
-from .base import (
-    ModelCallOptions,
-    ModelCapabilities,
-    ModelStreamPart,
-    V4ReasoningDelta,
-    V4TextDelta,
-    V4ToolCall,
-    V4ToolInputDelta,
-)
+from .base import ModelCallOptions, ModelCapabilities
 from .scripted import ScriptedStep, ScriptExhaustedError, play_step
+from .stream_parts import ModelStreamPart, V4ReasoningDelta, V4TextDelta, V4ToolCall, V4ToolInputDelta
 
 __all__ = ["LAST_USER_TEXT", "Script", "ScriptBook", "ScriptBookError", "ScriptChoice"]
 

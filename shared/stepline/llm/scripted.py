@@ -33,8 +33,9 @@ from typing import Any, cast
 
 from ..errors import StepLineError
 from ..protocol._json import loads_strict
-from .base import ModelCallOptions, ModelCapabilities, ModelStreamPart, parse_stream_part
+from .base import ModelCallOptions, ModelCapabilities
 from .errors import ModelCallError
+from .stream_parts import ModelStreamPart, parse_stream_part
 
 __all__ = ["ScriptExhaustedError", "ScriptedModel", "ScriptedStep", "play_step"]
 

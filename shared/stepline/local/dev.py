@@ -25,6 +25,7 @@ Configuration is read from the environment:
     STEPLINE_DEV_TOKENS  token:user,token2:user2 (default: one local user, no token needed)
     STEPLINE_OIDC_ISSUER, STEPLINE_OIDC_CLIENT_ID   sign in with a real OIDC provider instead: bearer
                          tokens are its ID tokens, checked against its keys; /config.json tells the UI
+    STEPLINE_OIDC_LEEWAY_SECONDS  how far the issuer's clock may be from this one (default: 30, 0 to 300)
     STEPLINE_APPROVAL_TIMEOUT_SECONDS   how long an approval or question waits (default: 1 day)
     STEPLINE_CORS_ORIGINS  other browser origins that may call the API, comma-separated, such as
                          http://localhost:3000 for a front end of your own (default: none)
@@ -51,9 +52,11 @@ from anyio import to_thread
 from fastapi.responses import JSONResponse
 
 from ..agent.loading import AgentLoadError, AgentSet, agents_from_env, check_keys
-from ..api.app import ApiOptions, create_app
+from ..api.app import create_app
 from ..api.cors import parse_origins
-from ..api.identity import DevTokens, Identity, JwtIdentity, parse_dev_tokens
+from ..api.deps import ApiOptions
+from ..api.identity import DevTokens, Identity, parse_dev_tokens
+from ..api.oidc import DEFAULT_LEEWAY_SECONDS, JwtIdentity
 from ..errors import StepLineError
 from ..llm.registry import DEMO_BOOK, resolve_with_timeout
 from ..runtime.approval_links import ApprovalLinks
@@ -106,6 +109,7 @@ class DevConfig:
     cors_origins: tuple[str, ...] = ()
     oidc_issuer: str | None = None
     oidc_client_id: str | None = None
+    oidc_leeway_seconds: int = DEFAULT_LEEWAY_SECONDS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> DevConfig:
@@ -133,13 +137,16 @@ class DevConfig:
         )
 
 
-def _oidc(env: Mapping[str, str]) -> dict[str, str]:
+def _oidc(env: Mapping[str, str]) -> dict[str, Any]:
     issuer, client = env.get("STEPLINE_OIDC_ISSUER", "").strip(), env.get("STEPLINE_OIDC_CLIENT_ID", "").strip()
     if bool(issuer) != bool(client):
         raise DevConfigError("STEPLINE_OIDC_ISSUER and STEPLINE_OIDC_CLIENT_ID go together")
     if issuer and not issuer.startswith(("https://", "http://127.0.0.1", "http://localhost")):
         raise DevConfigError("STEPLINE_OIDC_ISSUER must be an https:// URL (or a local http:// one)")
-    return {"oidc_issuer": issuer, "oidc_client_id": client} if issuer else {}
+    leeway = env.get("STEPLINE_OIDC_LEEWAY_SECONDS", str(DEFAULT_LEEWAY_SECONDS)).strip()
+    if not (leeway.isascii() and leeway.isdigit() and int(leeway) <= 300):
+        raise DevConfigError("STEPLINE_OIDC_LEEWAY_SECONDS must be a whole number of seconds from 0 to 300")
+    return {"oidc_issuer": issuer, "oidc_client_id": client, "oidc_leeway_seconds": int(leeway)} if issuer else {}
 
 
 def ui_config(config: DevConfig) -> dict[str, Any]:
@@ -200,7 +207,7 @@ def dev_server(
         assert backend.orchestrator is not None
         sweeper = Sweeper(backend.services, backend.orchestrator).start()  # AWS runs it on a schedule
         identity: Identity = (
-            JwtIdentity(config.oidc_issuer, config.oidc_client_id)
+            JwtIdentity(config.oidc_issuer, config.oidc_client_id, leeway_seconds=config.oidc_leeway_seconds)
             if config.oidc_issuer and config.oidc_client_id
             else DevTokens(config.tokens)
         )

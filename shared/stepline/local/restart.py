@@ -10,7 +10,7 @@ the same as after a Lambda crash on AWS:
   claim is stored), one cut after it started is reported as interrupted, not re-run;
 - a run waiting for an approval or an answer goes straight back to AwaitInput, whose new task
   token the webhook and the chat continuation resume; the wait ends at the deadline stored with
-  the approval (or the question's checkpoint), not a fresh one (`worker.wait_seconds`);
+  the approval (or the question's checkpoint), not a fresh one (`waits.wait_seconds`);
 - a run whose decision was taken but not yet acted on continues with it.
 """
 
@@ -26,7 +26,7 @@ from ..errors import StepLineError
 from ..runtime.executions import Executions
 from ..runtime.reconcile import sweep
 from ..runtime.services import Services
-from ..runtime.worker import run_state
+from ..runtime.waits import run_state
 from ..store.records import TERMINAL
 
 __all__ = ["DataDirInUse", "Driver", "Sweeper", "lock_data_dir", "redrive_unfinished"]

@@ -26,9 +26,9 @@ from typing import Any, cast
 from pydantic import JsonValue
 
 from ..errors import StepLineError
-from .config import ApprovalPolicy, ApprovalSetting, ApprovalStatus, LoopConfig
+from .config import LoopConfig
 from .state import PendingApproval
-from .tools import Tool
+from .tools import ApprovalPolicy, ApprovalSetting, ApprovalStatus, Tool
 
 __all__ = [
     "approval_rule",

@@ -22,13 +22,10 @@ from .callbacks import Callbacks
 from .generated_files import GeneratedFiles
 from .stop import StopCondition, is_step_count
 from .tool_guard import ToolGuard
-from .tools import ApprovalPolicy, ApprovalSetting, ApprovalStatus, Tool
+from .tools import ApprovalPolicy, ApprovalSetting, Tool
 
 __all__ = [
     "AbortSignal",
-    "ApprovalPolicy",
-    "ApprovalSetting",
-    "ApprovalStatus",
     "CallSettings",
     "Include",
     "Instructions",

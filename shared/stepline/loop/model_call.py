@@ -22,9 +22,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..llm.base import (
-    LanguageModel,
-    ModelCallOptions,
+from ..llm.base import LanguageModel, ModelCallOptions
+from ..llm.errors import ModelCallError
+from ..llm.stream_parts import (
     ModelStreamPart,
     V4Custom,
     V4Error,
@@ -48,7 +48,6 @@ from ..llm.base import (
     V4ToolResult,
     V4Usage,
 )
-from ..llm.errors import ModelCallError
 from ..protocol import stream_parts as sp
 from ..protocol.chunks import ProviderMetadata
 from ..protocol.metadata import RetryRecord

@@ -13,7 +13,7 @@ import inspect
 from typing import Any
 
 from ..errors import StepLineError
-from ..llm.base import V4ToolCall
+from ..llm.stream_parts import V4ToolCall
 from ..protocol._json import loads_strict
 from ..protocol.to_chunks import error_message
 from .config import LoopConfig

@@ -5,11 +5,12 @@ The main entry points are re-exported here; the wire types live in their modules
 (`chunks`, `parts`, `stream_parts`, `model_messages`, `metadata`).
 """
 
+from ._ui_validation import validate_ui_messages
 from .chunks import UIMessageChunk, parse_chunk
 from .metadata import MessageMetadata
 from .parts import UIMessage, UIMessagePart
 from .reducer import ReduceResult, UIMessageReducer, read_ui_message_stream, reduce_ui_message_stream
-from .request import ChatRequest, TurnPlan, parse_chat_request, plan_turn, validate_ui_messages
+from .request import ChatRequest, TurnPlan, parse_chat_request, plan_turn
 from .sse import UI_MESSAGE_STREAM_HEADERS, decode_ui_message_stream, encode_chunk, encode_ui_message_stream
 from .stream_parts import TextStreamPart
 from .to_chunks import UIChunkMapper, UIStreamOptions, to_ui_message_chunk, to_ui_message_stream

@@ -29,7 +29,7 @@ from ._ui_errors import issue_for, locate, null_issues, reason_for
 from ._ui_raw import Issue, Options, as_list, non_finite_path, prepare_message
 from .parts import DataPart, UIMessage
 
-__all__ = ["Issue", "Schema", "validate_ui_messages"]
+__all__ = ["Schema", "validate_ui_messages"]
 
 Schema = type[BaseModel] | TypeAdapter[Any]
 """A metadata or data-part schema: a pydantic model class or a `TypeAdapter`."""

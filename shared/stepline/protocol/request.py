@@ -25,7 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from ..errors import InvalidUIMessageError
 from ._request_rules import id_problem, request_issues
-from ._ui_validation import Issue, Schema, validate_ui_messages
+from ._ui_raw import Issue
+from ._ui_validation import Schema, validate_ui_messages
 from .parts import UIMessage
 
 __all__ = [
@@ -39,7 +40,6 @@ __all__ = [
     "message_to_wire",
     "parse_chat_request",
     "plan_turn",
-    "validate_ui_messages",
 ]
 
 Trigger = Literal["submit-message", "regenerate-message"]

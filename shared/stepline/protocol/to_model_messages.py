@@ -33,8 +33,6 @@ from stepline.errors import MessageConversionError
 
 from ._base import WireModel
 from ._model_message_blocks import (
-    DENIED_TOOL_OUTPUT,
-    UNAVAILABLE_TOOL_OUTPUT,
     BlockPart,
     Conversion,
     DataPartConverter,
@@ -66,9 +64,6 @@ from .parts import (
 )
 
 __all__ = [
-    "DENIED_TOOL_OUTPUT",
-    "UNAVAILABLE_TOOL_OUTPUT",
-    "DataPartConverter",
     "EmptyMessagePolicy",
     "LegacyMessage",
     "ReasoningPolicy",

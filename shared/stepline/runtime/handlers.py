@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..store.errors import ConcurrentUpdate
-from . import worker
+from . import ending, waits, worker
 from .services import Services
 
 __all__ = ["HANDLER_NAMES", "Handler", "StepFailed", "TransientModelError", "handlers", "logical_name"]
@@ -88,22 +88,22 @@ def handlers(services: Callable[[], Services]) -> dict[str, Handler]:
         if result["next"] in _ONGOING and steps is not None and steps - first >= current.steps_per_execution:
             result["next"] = "continue-as-new"
         if result["next"] in _WAITS:  # AwaitInput's TimeoutSecondsPath: the wait's stored deadline
-            result["waitSeconds"] = worker.wait_seconds(current, event["userId"], event["runId"])
+            result["waitSeconds"] = waits.wait_seconds(current, event["userId"], event["runId"])
         return result
 
     def await_input(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return worker.await_input(services(), event["userId"], event["runId"], event["taskToken"])
+        return waits.await_input(services(), event["userId"], event["runId"], event["taskToken"])
 
     def expire_input(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return worker.expire_input(services(), event["userId"], event["runId"])
+        return waits.expire_input(services(), event["userId"], event["runId"])
 
     def finalize_run(event: dict[str, Any], context: Any) -> dict[str, Any]:
         # An aborted run is already terminal: finalize_run then returns its stored status.
-        return worker.finalize_run(services(), event["userId"], event["runId"])
+        return ending.finalize_run(services(), event["userId"], event["runId"])
 
     def fail_run(event: dict[str, Any], context: Any) -> dict[str, Any]:
         message, code = _step_error(event.get("input") or {})
-        return worker.fail_run(services(), event["userId"], event["runId"], message, code)
+        return ending.fail_run(services(), event["userId"], event["runId"], message, code)
 
     functions = (model_step, await_input, expire_input, finalize_run, fail_run)
     return {name: _guarded(name, function) for name, function in zip(HANDLER_NAMES, functions, strict=True)}

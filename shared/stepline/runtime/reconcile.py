@@ -27,7 +27,7 @@ from typing import Any, Literal
 from ..protocol._json import loads_strict
 from ..store.errors import NotFound
 from ..store.records import TERMINAL
-from . import worker
+from .ending import abort_run, fail_run
 from .executions import Executions
 from .services import Services
 
@@ -80,10 +80,10 @@ def close_ended_run(
         return Reconciled(user_id, run_id, "untouched", run.status)
     quiet = dataclasses.replace(services, orchestrator=None)  # the execution has ended: nothing to stop
     if status == "ABORTED":
-        result = worker.abort_run(quiet, user_id, run_id, reason="execution_stopped")
+        result = abort_run(quiet, user_id, run_id, reason="execution_stopped")
     else:
         message, code = _reason(status, error, cause)
-        result = worker.fail_run(quiet, user_id, run_id, message, code)
+        result = fail_run(quiet, user_id, run_id, message, code)
     _LOG.warning("run %s closed as %s: its execution ended %s", run_id, result["status"], status)
     return Reconciled(user_id, run_id, "closed", str(result["status"]))
 

@@ -18,8 +18,8 @@ from ..agent.definition import Agent, ModelResolver
 from ..agent.loading import AgentSet
 from ..llm.base import LanguageModel
 from ..llm.registry import DEMO_BOOK, resolve_with_timeout
-from ..loop.config import ApprovalSetting, LoopConfig
-from ..loop.tools import Tool
+from ..loop.config import LoopConfig
+from ..loop.tools import ApprovalSetting, Tool
 from ..store.blobs import BlobStore
 from ..store.event_batcher import DEFAULT_WINDOW
 from ..store.ports import Store

@@ -1,6 +1,7 @@
-"""The worker functions the handlers call: one model step per invocation, and the rest re-exported.
+"""The model step: one per invocation, the worker function the state machine calls most.
 
-The start of a turn is in `turn`, its waits in `waits`, the end of a run in `ending`.
+The other worker functions live by job: the start of a turn in `turn`, its waits in `waits`, the
+end of a run in `ending`.
 
 Step Functions passes only ids (`{"userId", "runId"}`) between states; everything else is read
 from the store and written back to it. Every function is safe to run twice (Step Functions
@@ -37,35 +38,19 @@ from ..store.records import (
 )
 from . import retries as retry_log
 from .announce import announce_approvals, announce_question
-from .ending import abort_run, fail_run, finalize_run
+from .ending import fail_run
 from .recorder import RunRecorder
 from .services import Services
 from .stream_push import notifier, notify
-from .turn import begin_turn, run_context_of
-from .waits import answer, await_input, client_outputs, decide, expire_input, run_approvals, run_state, wait_seconds
+from .turn import run_context_of
+from .waits import client_outputs, run_approvals
 
-__all__ = [
-    "abort_run",
-    "answer",
-    "await_input",
-    "begin_turn",
-    "decide",
-    "expire_input",
-    "fail_run",
-    "finalize_run",
-    "model_step",
-    "run_context_of",
-    "run_state",
-    "wait_seconds",
-]
+__all__ = ["model_step"]
 
 _LOG = logging.getLogger("stepline.runtime")
 Next = Literal["continue", "await-approval", "await-client", "finished", "failed", "aborted"]
 _TERMINAL_NEXT: dict[str, Next] = {"completed": "finished", "failed": "failed", "aborted": "aborted"}
 ABORT_POLL_SECONDS = 1.0
-
-
-# -- starting a turn --------------------------------------------------------------------------------
 
 
 # -- one model step ----------------------------------------------------------------------------------
@@ -358,9 +343,3 @@ def _finish_approval_request(services: Services, run: RunRecord, state: LoopStat
 
 def _reply(run: RunRecord, next_kind: Next, **extra: Any) -> dict[str, Any]:
     return {"userId": run.user_id, "runId": run.run_id, "next": next_kind, **extra}
-
-
-# -- waiting ------------------------------------------------------------------------------------------------
-
-
-# -- the end of a run ----------------------------------------------------------------------------------

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 from ..errors import InvalidUIMessageError, MessageConversionError
 from ..protocol._json import dumps
+from ..protocol._ui_validation import validate_ui_messages
 from ..protocol.model_messages import ModelMessage
-from ..protocol.request import validate_ui_messages
 from ..protocol.to_model_messages import LegacyMessage, ReasoningPolicy, convert_to_model_messages
 from .records import MessageRecord
 

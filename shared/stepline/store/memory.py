@@ -11,8 +11,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from . import operations as ops
-from .errors import Conflict, InvalidCursor, NotFound
+from .errors import Conflict, NotFound
+from .operations.common import DELTA_RETENTION_MS
 from .ports import Page
 from .records import (
     ApprovalRecord,
@@ -28,7 +28,8 @@ from .records import (
 from .redacting_unit import RedactingUnit
 from .redaction import ReasoningPolicy, Redactor
 from .transactional import TransactionalStore
-from .unit import Record, record_key
+from .unit import Record, Unit, record_key
+from .unit_reads import UnitReads, offset_cursor
 
 __all__ = ["MemoryStore"]
 
@@ -88,6 +89,9 @@ class _MemoryUnit:
     def artifact(self, user_id: str, artifact_id: str) -> ArtifactRecord | None:
         return self._get(("artifact", user_id), artifact_id)
 
+    def checkpoint(self, user_id: str, run_id: str, seq: int) -> CheckpointRecord | None:
+        return self._get(("ckpt", user_id, run_id), seq)
+
     def put(self, record: Record, *, new: bool = False) -> None:
         self.writes.append((record, new))
 
@@ -107,13 +111,13 @@ class _MemoryUnit:
             self._items.get(partition, {}).pop(key, None)
 
 
-class MemoryStore(TransactionalStore):
+class MemoryStore(TransactionalStore, UnitReads):
     """The store in process memory (one lock; copies in and out)."""
 
     def __init__(
         self,
         *,
-        delta_retention_ms: int = ops.DELTA_RETENTION_MS,
+        delta_retention_ms: int = DELTA_RETENTION_MS,
         redactor: Redactor | None = None,
         reasoning: ReasoningPolicy = "keep",
     ) -> None:
@@ -130,25 +134,21 @@ class MemoryStore(TransactionalStore):
             unit.commit()
             return _detached(result)
 
+    def _peek(self, read: Callable[[Unit], T]) -> T:
+        with self._lock:
+            return _detached(read(_MemoryUnit(self.items)))
+
     def _read(self, partition: Partition) -> list[Any]:
         with self._lock:
             return [r.model_copy(deep=True) for r in self.items.get(partition, {}).values()]
 
     # -- conversations and messages ------------------------------------------------------------
 
-    def get_conversation(self, user_id: str, conversation_id: str) -> ConversationRecord:
-        found = self._do(lambda u: u.conversation(user_id, conversation_id))
-        if found is None:
-            raise NotFound(f"conversation {conversation_id} not found")
-        return found
-
     def list_conversations(
         self, user_id: str, *, limit: int = 20, cursor: str | None = None
     ) -> Page[ConversationRecord]:
         mine = sorted(self._read(("conv", user_id)), key=lambda c: (c.updated_at, c.conversation_id), reverse=True)
-        if cursor and not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 9):
-            raise InvalidCursor("not a cursor this API gave out")
-        start = int(cursor) if cursor else 0
+        start = offset_cursor(cursor)
         more = start + limit < len(mine)
         return Page(mine[start : start + limit], str(start + limit) if more else None)
 
@@ -176,36 +176,11 @@ class MemoryStore(TransactionalStore):
             self.items.get(("conv", user_id), {}).pop(conversation_id, None)
             self.items.pop(("msg", user_id, conversation_id), None)
 
-    # -- runs -------------------------------------------------------------------------------------
-
-    def get_run(self, user_id: str, run_id: str) -> RunRecord:
-        found = self._do(lambda u: u.run(user_id, run_id))
-        if found is None:
-            raise NotFound(f"run {run_id} not found")
-        return found
-
-    def latest_checkpoint(self, user_id: str, run_id: str) -> CheckpointRecord | None:
-        self.get_run(user_id, run_id)
-        checkpoints = sorted(self._read(("ckpt", user_id, run_id)), key=lambda c: c.seq)
-        return checkpoints[-1] if checkpoints else None
-
     # -- approvals ----------------------------------------------------------------------------------
-
-    def get_approval(self, user_id: str, approval_id: str) -> ApprovalRecord:
-        found = self._do(lambda u: u.approval(user_id, approval_id))
-        if found is None:
-            raise NotFound(f"approval {approval_id} not found")
-        return found
 
     def pending_approvals(self, user_id: str) -> list[ApprovalRecord]:
         pending = [a for a in self._read(("approval", user_id)) if a.status == "requested"]
         return sorted(pending, key=lambda a: (a.expires_at or 0, a.approval_id))
-
-    # -- tool calls -------------------------------------------------------------------------------
-
-    def list_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
-        self.get_run(user_id, run_id)
-        return sorted(self._read(("tool", user_id, run_id)), key=lambda c: (c.step_index, c.tool_call_id))
 
     # -- events -------------------------------------------------------------------------------------
 
@@ -221,22 +196,6 @@ class MemoryStore(TransactionalStore):
         return [e.model_copy(deep=True) for e in live[:limit]]
 
     # -- artifacts ------------------------------------------------------------------------------------
-
-    def put_artifact(self, record: ArtifactRecord) -> ArtifactRecord:
-        def put(unit: _MemoryUnit) -> ArtifactRecord:
-            existing = unit.artifact(record.user_id, record.artifact_id)
-            if existing is not None:
-                return existing
-            unit.put(record, new=True)
-            return record
-
-        return self._do(put)
-
-    def get_artifact(self, user_id: str, artifact_id: str) -> ArtifactRecord:
-        found = self._do(lambda u: u.artifact(user_id, artifact_id))
-        if found is None:
-            raise NotFound(f"artifact {artifact_id} not found")
-        return found
 
     def list_message_artifacts(self, user_id: str, message_id: str) -> list[ArtifactRecord]:
         found = [a for a in self._read(("artifact", user_id)) if a.message_id == message_id]
@@ -269,6 +228,8 @@ def _detached(value: T) -> T:
     """Results never alias stored records."""
     if isinstance(value, tuple):
         return cast(T, tuple(_detached(v) for v in cast(tuple[Any, ...], value)))
+    if isinstance(value, list):
+        return cast(T, [_detached(v) for v in cast(list[Any], value)])
     copy = getattr(value, "model_copy", None)
     if copy is not None:
         return copy(deep=True)

@@ -29,7 +29,8 @@ from .records import (
     StepRecordRow,
     ToolCallRecord,
 )
-from .redaction import ReasoningPolicy, Redactor, redact_parts, strip_reasoning
+from .redaction import ReasoningPolicy, Redactor
+from .stored_parts import redact_parts, strip_reasoning
 from .unit import Record, Unit
 
 __all__ = ["RedactingUnit", "redact_record"]

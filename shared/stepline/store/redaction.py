@@ -15,16 +15,14 @@ protocol). `DataMasking.erase` also needs the field paths spelled out in advance
 while tool inputs and outputs are arbitrary JSON where a secret can sit at any depth or inside
 a string. Our mask is the same `*****` it writes, so logs read alike.
 
-Reasoning retention (`strip_reasoning`) is a product and compliance choice: `drop_text` blanks
-reasoning text but keeps each part, its order and its `providerMetadata` (the signatures a
-provider needs to accept the conversation back).
+How a message's parts are masked and what of their reasoning is kept is in `stored_parts`.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal, cast
 
 __all__ = [
@@ -33,8 +31,6 @@ __all__ = [
     "ReasoningPolicy",
     "RedactingFilter",
     "Redactor",
-    "redact_parts",
-    "strip_reasoning",
 ]
 
 DEFAULT_MASK: Final = "*****"
@@ -136,72 +132,6 @@ class Redactor:
 
     def _redact_entry(self, key: object, value: object, path: set[int]) -> Any:
         return self.mask if isinstance(key, str) and self.is_sensitive(key) else self._redact(value, path)
-
-
-_TOOL_FIELDS: Final = ("input", "output", "errorText", "approval")
-_TEXT_PARTS: Final = ("text", "reasoning")
-
-
-def redact_parts(parts: Sequence[Mapping[str, Any]], redactor: Redactor | None = None) -> list[dict[str, Any]]:
-    """Copies of UIMessage parts with their secrets masked, as the event log masks the chunks.
-
-    Tool parts: `input`, `output`, `errorText` and the `approval` (its `reason`) by key and shape,
-    and `rawInput` (JSON text) as the stream masks `tool-input-delta`; `data-*` payloads likewise.
-    Text and reasoning are the conversation itself: only credentials by shape are masked in them
-    (`sk-…`, `AKIA…`, `Bearer …`), never by key. Provider metadata (signatures) is kept as sent.
-    """
-    from .redaction_stream import JsonMasker  # the stream masker builds on this module
-
-    redactor = redactor or Redactor()
-    result: list[dict[str, Any]] = []
-    for part in parts:
-        copied: dict[str, Any] = _deep_copy(dict(part))
-        kind = str(part.get("type", ""))
-        if kind.startswith("tool-") or kind == "dynamic-tool":
-            fields: tuple[str, ...] = _TOOL_FIELDS
-            raw = copied.get("rawInput")
-            if isinstance(raw, str):
-                masker = JsonMasker(redactor)
-                copied["rawInput"] = masker.feed(raw) + masker.flush()
-            elif raw is not None:
-                copied["rawInput"] = redactor.redact(raw)
-        elif kind.startswith("data-"):
-            fields = ("data",)
-        elif kind in _TEXT_PARTS and isinstance(copied.get("text"), str):
-            copied["text"] = redactor.redact_text(copied["text"])
-            fields = ()
-        else:
-            fields = ()
-        for name in fields:
-            if name in copied:
-                copied[name] = redactor.redact(copied[name])
-        result.append(copied)
-    return result
-
-
-def _deep_copy(value: Any) -> Any:
-    # JSON-shaped copy, so the returned parts share nothing with the caller's.
-    if isinstance(value, Mapping):
-        return {key: _deep_copy(item) for key, item in cast(Mapping[Any, Any], value).items()}
-    if isinstance(value, list):
-        return [_deep_copy(item) for item in cast(list[Any], value)]
-    return value
-
-
-def strip_reasoning(parts: Sequence[Mapping[str, Any]], policy: ReasoningPolicy) -> list[dict[str, Any]]:
-    """Copies of `parts` under a reasoning retention policy.
-
-    `keep` keeps everything; `drop_text` sets each `reasoning` part's `text` to `""` and keeps the
-    part itself, its place in the list, its `state` and its `providerMetadata` (signatures).
-    """
-    if policy not in ("keep", "drop_text"):
-        raise ValueError(f"unknown reasoning policy {policy!r}; expected 'keep' or 'drop_text'")
-    result: list[dict[str, Any]] = [_deep_copy(dict(part)) for part in parts]
-    if policy == "drop_text":
-        for part in result:
-            if part.get("type") == "reasoning":
-                part["text"] = ""
-    return result
 
 
 class RedactingFilter(logging.Filter):

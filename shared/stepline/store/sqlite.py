@@ -25,24 +25,24 @@ from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
-from . import operations as ops
-from .errors import Conflict, InvalidCursor, NotFound, StoreError
+from .errors import Conflict, NotFound, StoreError
+from .operations.common import DELTA_RETENTION_MS
 from .ports import Page
 from .records import (
     TERMINAL,
     ApprovalRecord,
     ArtifactRecord,
-    CheckpointRecord,
     ConversationRecord,
     EventRecord,
     MessageRecord,
     RunRecord,
-    ToolCallRecord,
 )
 from .redacting_unit import RedactingUnit
 from .redaction import ReasoningPolicy, Redactor
 from .sqlite_unit import SCHEMA, SqliteUnit, part_key, sort_key
 from .transactional import TransactionalStore
+from .unit import Unit
+from .unit_reads import UnitReads, offset_cursor
 
 __all__ = ["SqliteStore"]
 
@@ -54,14 +54,14 @@ class _Connection(sqlite3.Connection):
     """A connection that can be referenced weakly (the store's set of them must not keep a dead thread's)."""
 
 
-class SqliteStore(TransactionalStore):
+class SqliteStore(TransactionalStore, UnitReads):
     """The store in a SQLite file (WAL; a connection per thread; one writer at a time)."""
 
     def __init__(
         self,
         path: str | Path,
         *,
-        delta_retention_ms: int = ops.DELTA_RETENTION_MS,
+        delta_retention_ms: int = DELTA_RETENTION_MS,
         redactor: Redactor | None = None,
         reasoning: ReasoningPolicy = "keep",
     ) -> None:
@@ -133,27 +133,19 @@ class SqliteStore(TransactionalStore):
             unit.commit()
             return result
 
-    def _read(self) -> SqliteUnit:
-        """A unit for reads outside a transaction (each statement sees the latest commit)."""
-        return SqliteUnit(self._connection())
+    def _peek(self, read: Callable[[Unit], T]) -> T:
+        """`read` outside a transaction: each statement sees the latest commit."""
+        return read(SqliteUnit(self._connection()))
 
     def _rows(self, sql: str, *args: Any) -> list[Any]:
         return [row[0] for row in self._connection().execute(sql, args).fetchall()]
 
     # -- conversations and messages ------------------------------------------------------------
 
-    def get_conversation(self, user_id: str, conversation_id: str) -> ConversationRecord:
-        found = self._read().conversation(user_id, conversation_id)
-        if found is None:
-            raise NotFound(f"conversation {conversation_id} not found")
-        return found
-
     def list_conversations(
         self, user_id: str, *, limit: int = 20, cursor: str | None = None
     ) -> Page[ConversationRecord]:
-        if cursor and not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 9):
-            raise InvalidCursor("not a cursor this API gave out")
-        start = int(cursor) if cursor else 0
+        start = offset_cursor(cursor)
         bodies = self._rows(
             "SELECT body FROM records WHERE part = ? ORDER BY at DESC, sk DESC LIMIT ? OFFSET ?",
             part_key("conv", user_id),
@@ -194,28 +186,7 @@ class SqliteStore(TransactionalStore):
             db.execute("DELETE FROM records WHERE part = ? AND sk = ?", (part_key("conv", user_id), conversation_id))
             db.execute("DELETE FROM records WHERE part = ?", (part_key("msg", user_id, conversation_id),))
 
-    # -- runs -------------------------------------------------------------------------------------
-
-    def get_run(self, user_id: str, run_id: str) -> RunRecord:
-        found = self._read().run(user_id, run_id)
-        if found is None:
-            raise NotFound(f"run {run_id} not found")
-        return found
-
-    def latest_checkpoint(self, user_id: str, run_id: str) -> CheckpointRecord | None:
-        self.get_run(user_id, run_id)
-        bodies = self._rows(
-            "SELECT body FROM records WHERE part = ? ORDER BY sk DESC LIMIT 1", part_key("ckpt", user_id, run_id)
-        )
-        return CheckpointRecord.model_validate_json(bodies[0]) if bodies else None
-
     # -- approvals ----------------------------------------------------------------------------------
-
-    def get_approval(self, user_id: str, approval_id: str) -> ApprovalRecord:
-        found = self._read().approval(user_id, approval_id)
-        if found is None:
-            raise NotFound(f"approval {approval_id} not found")
-        return found
 
     def pending_approvals(self, user_id: str) -> list[ApprovalRecord]:
         bodies = self._rows(
@@ -223,12 +194,6 @@ class SqliteStore(TransactionalStore):
         )
         pending = [ApprovalRecord.model_validate_json(b) for b in bodies]
         return sorted(pending, key=lambda a: (a.expires_at or 0, a.approval_id))
-
-    # -- tool calls -------------------------------------------------------------------------------
-
-    def list_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
-        self.get_run(user_id, run_id)
-        return sorted(self._read().run_tool_calls(user_id, run_id), key=lambda c: (c.step_index, c.tool_call_id))
 
     # -- events -------------------------------------------------------------------------------------
 
@@ -246,22 +211,6 @@ class SqliteStore(TransactionalStore):
         return [EventRecord.model_validate_json(b) for b in bodies]
 
     # -- artifacts ------------------------------------------------------------------------------------
-
-    def put_artifact(self, record: ArtifactRecord) -> ArtifactRecord:
-        def put(unit: SqliteUnit) -> ArtifactRecord:
-            existing = unit.artifact(record.user_id, record.artifact_id)
-            if existing is not None:
-                return existing
-            unit.put(record, new=True)
-            return record
-
-        return self._do(put)
-
-    def get_artifact(self, user_id: str, artifact_id: str) -> ArtifactRecord:
-        found = self._read().artifact(user_id, artifact_id)
-        if found is None:
-            raise NotFound(f"artifact {artifact_id} not found")
-        return found
 
     def list_message_artifacts(self, user_id: str, message_id: str) -> list[ArtifactRecord]:
         bodies = self._rows(

@@ -16,6 +16,7 @@ from .errors import Conflict
 from .records import (
     ApprovalRecord,
     ArtifactRecord,
+    CheckpointRecord,
     ConversationRecord,
     EventRecord,
     MessageRecord,
@@ -137,6 +138,9 @@ class SqliteUnit:
 
     def artifact(self, user_id: str, artifact_id: str) -> ArtifactRecord | None:
         return self._get(ArtifactRecord, part_key("artifact", user_id), artifact_id)
+
+    def checkpoint(self, user_id: str, run_id: str, seq: int) -> CheckpointRecord | None:
+        return self._get(CheckpointRecord, part_key("ckpt", user_id, run_id), seq)
 
     def put(self, record: Record, *, new: bool = False) -> None:
         self.writes.append((record, new))

@@ -1,7 +1,8 @@
 """The write operations every store backend shares.
 
 Each is one `operations` function run in a unit of work. A backend supplies `_do` (how a unit is
-opened, redacted and committed) and its reads.
+opened, redacted and committed); the reads by key it shares are in `unit_reads`, its listings
+are its own.
 """
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ from typing import Any, TypeVar
 
 from pydantic import JsonValue
 
-from . import operations as ops
+from .operations import approvals as approval_ops
+from .operations import runs as run_ops
+from .operations import tool_calls as tool_call_ops
 from .ports import ClaimResult, DecisionResult, FinishRun, SnapshotUpdate, TurnStart, TurnStarted
 from .records import (
     ApprovalRecord,
+    ArtifactRecord,
     CheckpointReason,
     CheckpointRecord,
     EventRecord,
@@ -43,19 +47,19 @@ class TransactionalStore(ABC):
         """Run `operation` on a fresh unit of work and commit it (retrying on contention if the backend does)."""
 
     def start_turn(self, user_id: str, turn: TurnStart) -> TurnStarted:
-        return self._do(lambda u: ops.start_turn(u, user_id, turn))
+        return self._do(lambda u: run_ops.start_turn(u, user_id, turn))
 
     def mark_running(self, user_id: str, run_id: str, *, now: int) -> RunRecord:
-        return self._do(lambda u: ops.mark_running(u, user_id, run_id, now=now))
+        return self._do(lambda u: run_ops.mark_running(u, user_id, run_id, now=now))
 
     def heartbeat(self, user_id: str, run_id: str, *, now: int) -> None:
-        self._do(lambda u: ops.heartbeat(u, user_id, run_id, now=now))
+        self._do(lambda u: run_ops.heartbeat(u, user_id, run_id, now=now))
 
     def request_abort(self, user_id: str, run_id: str, *, reason: str) -> RunRecord:
-        return self._do(lambda u: ops.request_abort(u, user_id, run_id, reason=reason))
+        return self._do(lambda u: run_ops.request_abort(u, user_id, run_id, reason=reason))
 
     def save_snapshot(self, user_id: str, run_id: str, snapshot: SnapshotUpdate, *, now: int) -> None:
-        self._do(lambda u: ops.save_snapshot(u, user_id, run_id, snapshot, now=now))
+        self._do(lambda u: run_ops.save_snapshot(u, user_id, run_id, snapshot, now=now))
 
     def save_step(
         self,
@@ -71,7 +75,7 @@ class TransactionalStore(ABC):
         run_status: RunStatus | None = None,
     ) -> CheckpointRecord:
         return self._do(
-            lambda u: ops.save_step(
+            lambda u: run_ops.save_step(
                 u,
                 user_id,
                 run_id,
@@ -86,7 +90,7 @@ class TransactionalStore(ABC):
         )
 
     def finish_run(self, user_id: str, run_id: str, finish: FinishRun) -> RunRecord:
-        return self._do(lambda u: ops.finish_run(u, user_id, run_id, finish, retention=self.delta_retention_ms))
+        return self._do(lambda u: run_ops.finish_run(u, user_id, run_id, finish, retention=self.delta_retention_ms))
 
     def request_approval(
         self,
@@ -101,7 +105,7 @@ class TransactionalStore(ABC):
         now: int,
     ) -> CheckpointRecord:
         return self._do(
-            lambda u: ops.request_approval(
+            lambda u: approval_ops.request_approval(
                 u,
                 user_id,
                 run_id,
@@ -116,7 +120,7 @@ class TransactionalStore(ABC):
         )
 
     def attach_task_token(self, user_id: str, approval_id: str, task_token: str) -> ApprovalRecord:
-        return self._do(lambda u: ops.attach_task_token(u, user_id, approval_id, task_token))
+        return self._do(lambda u: approval_ops.attach_task_token(u, user_id, approval_id, task_token))
 
     def decide_approval(
         self,
@@ -129,7 +133,7 @@ class TransactionalStore(ABC):
         decided_by: str | None = None,
     ) -> DecisionResult:
         result, gone = self._do(
-            lambda u: ops.decide_approval(
+            lambda u: approval_ops.decide_approval(
                 u, user_id, approval_id, approved=approved, reason=reason, now=now, decided_by=decided_by
             )
         )
@@ -139,13 +143,13 @@ class TransactionalStore(ABC):
         return result
 
     def settle_approval(self, user_id: str, approval_id: str, *, now: int) -> ApprovalRecord:
-        return self._do(lambda u: ops.settle_approval(u, user_id, approval_id, now=now))
+        return self._do(lambda u: approval_ops.settle_approval(u, user_id, approval_id, now=now))
 
     def mark_notified(self, user_id: str, run_id: str, key: str) -> bool:
-        return self._do(lambda u: ops.mark_notified(u, user_id, run_id, key))
+        return self._do(lambda u: run_ops.mark_notified(u, user_id, run_id, key))
 
     def expire_approval(self, user_id: str, approval_id: str, *, now: int) -> ApprovalRecord:
-        return self._do(lambda u: ops.expire_approval(u, user_id, approval_id, now=now))
+        return self._do(lambda u: approval_ops.expire_approval(u, user_id, approval_id, now=now))
 
     def claim_tool_call(
         self,
@@ -160,7 +164,7 @@ class TransactionalStore(ABC):
         now: int,
     ) -> ClaimResult:
         return self._do(
-            lambda u: ops.claim_tool_call(
+            lambda u: tool_call_ops.claim_tool_call(
                 u,
                 user_id,
                 run_id,
@@ -185,7 +189,7 @@ class TransactionalStore(ABC):
         now: int,
     ) -> ToolCallRecord:
         return self._do(
-            lambda u: ops.record_tool_outcome(
+            lambda u: tool_call_ops.record_tool_outcome(
                 u, user_id, run_id, tool_call_id, claim_token=claim_token, output=output, error=error, now=now
             )
         )
@@ -194,7 +198,7 @@ class TransactionalStore(ABC):
         self, user_id: str, run_id: str, tool_call_id: str, *, claim_token: str, now: int
     ) -> ToolCallRecord:
         return self._do(
-            lambda u: ops.start_tool_call(u, user_id, run_id, tool_call_id, claim_token=claim_token, now=now)
+            lambda u: tool_call_ops.start_tool_call(u, user_id, run_id, tool_call_id, claim_token=claim_token, now=now)
         )
 
     def answer_tool_call(
@@ -208,18 +212,32 @@ class TransactionalStore(ABC):
         now: int,
     ) -> ToolCallRecord:
         return self._do(
-            lambda u: ops.answer_tool_call(u, user_id, run_id, tool_call_id, output=output, error=error, now=now)
+            lambda u: tool_call_ops.answer_tool_call(
+                u, user_id, run_id, tool_call_id, output=output, error=error, now=now
+            )
         )
 
     def save_checkpoint(
         self, user_id: str, run_id: str, *, state: dict[str, Any], reason: CheckpointReason, now: int
     ) -> CheckpointRecord:
-        return self._do(lambda u: ops.save_checkpoint(u, user_id, run_id, state=state, reason=reason, now=now))
+        return self._do(lambda u: run_ops.save_checkpoint(u, user_id, run_id, state=state, reason=reason, now=now))
 
     def attach_run_token(self, user_id: str, run_id: str, task_token: str) -> RunRecord:
-        return self._do(lambda u: ops.attach_run_token(u, user_id, run_id, task_token))
+        return self._do(lambda u: run_ops.attach_run_token(u, user_id, run_id, task_token))
 
     def append_events(self, user_id: str, run_id: str, events: Sequence[NewEvent], *, now: int) -> list[EventRecord]:
         return self._do(
-            lambda u: ops.append_events(u, user_id, run_id, events, now=now, retention=self.delta_retention_ms)
+            lambda u: run_ops.append_events(u, user_id, run_id, events, now=now, retention=self.delta_retention_ms)
         )
+
+    def put_artifact(self, record: ArtifactRecord) -> ArtifactRecord:
+        """Record an artifact once: a second put of the same id returns the first record."""
+
+        def put(unit: Unit) -> ArtifactRecord:
+            existing = unit.artifact(record.user_id, record.artifact_id)
+            if existing is not None:
+                return existing
+            unit.put(record, new=True)
+            return record
+
+        return self._do(put)

@@ -36,7 +36,7 @@ from ..llm.base import LanguageModel
 from ..protocol._json import dumps
 from ..protocol.chunks import parse_chunk
 from ..protocol.reducer import reduce_ui_message_stream
-from ..runtime import worker
+from ..runtime import ending, turn, waits
 from ..runtime.handlers import Handler, TransientModelError, handlers
 from ..runtime.services import Services
 from ..store.blobs import MemoryBlobStore
@@ -163,13 +163,13 @@ class Harness:
             "body": body,
         }
         try:
-            worker.begin_turn(self.services(), self.user_id, **begin)
+            turn.begin_turn(self.services(), self.user_id, **begin)
         except ActiveRunExists:  # as the chat endpoint does: a run left waiting is closed, the user moved on
             active = self.run(self.store.get_conversation(self.user_id, conversation).active_run_id or "")
             if active.status not in WAITING_RUN:
                 raise
-            worker.abort_run(self.services(), self.user_id, active.run_id, reason="new_user_message")
-            worker.begin_turn(self.services(), self.user_id, **begin)
+            ending.abort_run(self.services(), self.user_id, active.run_id, reason="new_user_message")
+            turn.begin_turn(self.services(), self.user_id, **begin)
         if run_id not in self.orchestrator.started:  # on_start failed: the run ended in BeginTurn
             return self._result(run_id, invocations)
         return self._drive(run_id, invocations, approve, answer)
@@ -180,7 +180,7 @@ class Harness:
 
     def abort(self, run_id: str, *, reason: str = "user_cancelled") -> TurnResult:
         """Stop a run on purpose, as `POST /api/runs/{runId}/abort` does (its `on_abort` fires once)."""
-        worker.abort_run(self.services(), self.user_id, run_id, reason=reason)
+        ending.abort_run(self.services(), self.user_id, run_id, reason=reason)
         return self._result(run_id, ["AbortRun"])
 
     def _drive(
@@ -250,13 +250,13 @@ class Harness:
                 undecided = True
                 continue
             approved, reason = decision if isinstance(decision, tuple) else (decision, None)
-            worker.decide(self.services(), self.user_id, approval.approval_id, approved=approved, reason=reason)
+            waits.decide(self.services(), self.user_id, approval.approval_id, approved=approved, reason=reason)
         return undecided
 
     def _answer(self, run_id: str, answer: Answer) -> bool:
         """Answer the run's open questions (as the chat endpoint does); True when one is left open."""
         services = self.services()
-        open_calls = worker.run_state(services, self.user_id, run_id).pending_client_calls
+        open_calls = waits.run_state(services, self.user_id, run_id).pending_client_calls
         rows = {r.tool_call_id: r for r in self.store.list_tool_calls(self.user_id, run_id)}
         unanswered = False
         for pending in open_calls:
@@ -271,7 +271,7 @@ class Harness:
             else:
                 unanswered = True
                 continue
-            worker.answer(services, self.user_id, run_id, pending.tool_call_id, output=output, error_text=None)
+            waits.answer(services, self.user_id, run_id, pending.tool_call_id, output=output, error_text=None)
         return unanswered
 
     # -- reading a run ----------------------------------------------------------------------------------

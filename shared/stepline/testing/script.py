@@ -27,8 +27,9 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from ..llm.base import ModelCallOptions, ModelCapabilities, ModelStreamPart, ToolDefinition
+from ..llm.base import ModelCallOptions, ModelCapabilities, ToolDefinition
 from ..llm.scripted import ScriptedModel, ScriptedStep, play_step
+from ..llm.stream_parts import ModelStreamPart
 from ..protocol._json import dumps
 from ..protocol.model_messages import ModelMessage
 

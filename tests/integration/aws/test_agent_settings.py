@@ -20,7 +20,7 @@ from stepline.agent.loading import AgentSet
 from stepline.llm.scripted import ScriptedModel
 from stepline.loop.config import PrepareStepResult
 from stepline.protocol.model_messages import SystemModelMessage
-from stepline.runtime import worker
+from stepline.runtime.turn import begin_turn
 from tests.support.fake_openai import API_KEY, CHAT_PATH, FakeOpenAI, chat_stream, chat_text_chunks
 from tests.support.local_aws import local_aws
 from tests.support.runs import USER
@@ -113,7 +113,7 @@ def test_every_agent_setting_reaches_the_wire_on_the_durable_path(fake: FakeOpen
         chat_stream(chat_text_chunks('{"answer":"A-7 is on its way"}', model="gpt-4.1-mini")),
     )
     with local_aws(ScriptedModel(steps=[]), agents=AgentSet.single(AGENT)) as aws:
-        worker.begin_turn(
+        begin_turn(
             aws.services,
             USER,
             conversation_id="conv-1",
@@ -165,7 +165,7 @@ def test_the_agents_stop_when_ends_the_run(fake: FakeOpenAI) -> None:
     fake.chat(chat_stream(tool_call_chunks("call_1", "lookup", '{"order_id":"A-8"}')))
     one_step = AGENT.model_copy(update={"stop_when": is_step_count(1)})
     with local_aws(ScriptedModel(steps=[]), agents=AgentSet.single(one_step)) as aws:
-        worker.begin_turn(
+        begin_turn(
             aws.services,
             USER,
             conversation_id="conv-2",

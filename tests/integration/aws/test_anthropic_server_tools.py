@@ -22,7 +22,7 @@ from stepline.agent.loading import AgentSet
 from stepline.llm.anthropic import tools as anthropic_tools
 from stepline.llm.scripted import ScriptedModel
 from stepline.local.workflow import SimulatedCrash
-from stepline.runtime import worker
+from stepline.runtime.turn import begin_turn
 from tests.support import fake_anthropic as fa
 from tests.support.anthropic_tool_streams import BASH_RESULT, DOC_CITATION, FETCHED, RESULTS, WEB_CITATION
 from tests.support.local_aws import LocalAws, local_aws
@@ -59,7 +59,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[fa.FakeAnthropic]:
 
 
 def turn(aws: LocalAws, run_id: str, text: str) -> dict[str, Any]:
-    worker.begin_turn(
+    begin_turn(
         aws.services,
         USER,
         conversation_id="conv-search",

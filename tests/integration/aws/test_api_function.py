@@ -19,7 +19,7 @@ from moto import mock_aws
 from stepline.aws.wiring import services_from_env
 from stepline.llm.registry import DEMO_BOOK
 from stepline.local.resources import create_bucket, create_tables
-from stepline.runtime.worker import begin_turn
+from stepline.runtime.turn import begin_turn
 
 REPO = Path(__file__).resolve().parents[3]
 ENV = {

@@ -13,7 +13,8 @@ import json
 import pytest
 from botocore.credentials import Credentials
 
-from stepline.aws.appsync_events import AppSyncEventsNotifier, EventApiSigner, channel_of
+from stepline.aws.appsync_auth import EventApiSigner
+from stepline.aws.appsync_events import AppSyncEventsNotifier, channel_of
 from stepline.aws.appsync_realtime import RealtimeClient
 from tests.support.fake_appsync_events import CREDENTIALS, FakeEventApi, signer_for
 

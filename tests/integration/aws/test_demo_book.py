@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from stepline.llm.base import ModelCallOptions, ModelStreamPart
+from stepline.llm.base import ModelCallOptions
 from stepline.llm.registry import DEMO_BOOK
 from stepline.llm.script_book import ScriptBook
-from stepline.runtime import worker
+from stepline.llm.stream_parts import ModelStreamPart
+from stepline.runtime.waits import answer, decide
 from stepline.store.blobs import MemoryBlobStore
 from stepline.tools.workspace import TOOL_APPROVAL, TOOLS
 from tests.support.local_aws import local_aws
@@ -41,7 +42,7 @@ def test_the_save_artifact_script_writes_after_approval_and_records_one_artifact
     with local_aws(model, tools=TOOLS, tool_approval=TOOL_APPROVAL, blobs=blobs) as aws:
         run_id = begin(aws, "Save the note as an artifact")
         aws.wait_run(USER, run_id, lambda r: r.status == "waiting_approval")
-        worker.decide(aws.services, USER, wait_for_token(aws, "call-write"), approved=True, reason=None)
+        decide(aws.services, USER, wait_for_token(aws, "call-write"), approved=True, reason=None)
         assert aws.wait_execution(run_id) == "SUCCEEDED"
         run = aws.services.store.get_run(USER, run_id)
         note = blobs.get_object(f"users/{USER}/conversations/{run.conversation_id}/workspace/notes/hello.md")
@@ -60,7 +61,7 @@ def test_the_ask_script_waits_for_the_answer_then_replies() -> None:
     with local_aws(FreshBookPerCall(), tools=TOOLS, tool_approval=TOOL_APPROVAL, blobs=MemoryBlobStore()) as aws:
         run_id = begin(aws, "Ask me a question")
         aws.wait_run(USER, run_id, lambda r: r.status == "waiting_user" and r.task_token is not None)
-        worker.answer(aws.services, USER, run_id, "call-ask", output="Meeting notes", error_text=None)
+        answer(aws.services, USER, run_id, "call-ask", output="Meeting notes", error_text=None)
         assert aws.wait_execution(run_id) == "SUCCEEDED"
         message = final_message(aws, run_id)
         (asked,) = _parts_of(message, "tool-ask_user_question")

@@ -18,9 +18,10 @@ import boto3
 from stepline.aws.events import EventBridgeNotifier
 from stepline.llm.scripted import ScriptedModel
 from stepline.loop.tools import Tool
-from stepline.runtime import worker
 from stepline.runtime.approval_links import ApprovalLinks
+from stepline.runtime.ending import abort_run, fail_run, finalize_run
 from stepline.runtime.notifications import RunEvent
+from stepline.runtime.waits import await_input, decide
 from tests.integration.aws.test_state_machine import Crash
 from tests.support.local_aws import LocalAws, local_aws
 from tests.support.runs import USER, Counted, begin, call_step, text_step, wait_for_token
@@ -97,12 +98,12 @@ def test_an_approved_run_publishes_its_request_with_a_working_link_then_its_comp
         token = requested["detail"]["decision"]["token"]
         claims, mac = ApprovalLinks(KEY).claims(token)
         ApprovalLinks(KEY).check(approval, claims, mac, now=aws.services.clock())  # the link decides this approval
-        worker.decide(aws.services, USER, approval.approval_id, approved=True, reason=None, decided_by="link")
+        decide(aws.services, USER, approval.approval_id, approved=True, reason=None, decided_by="link")
         assert aws.wait_execution(run_id) == "SUCCEEDED"
         assert bus.types() == ["Approval Requested", "Run Completed"]
         # A retried wait or finalize (Step Functions runs a task again after a lost answer) adds nothing.
-        worker.await_input(aws.services, USER, run_id, "a-stale-token")
-        worker.finalize_run(aws.services, USER, run_id)
+        await_input(aws.services, USER, run_id, "a-stale-token")
+        finalize_run(aws.services, USER, run_id)
         events = bus.read()
         history = aws.workflow.history(run_id)
     assert [e["detail-type"] for e in events] == ["Approval Requested", "Run Completed"]
@@ -128,7 +129,7 @@ def test_a_step_that_dies_before_publishing_its_approval_request_publishes_it_on
         run_id = begin(aws)
         approval_id = wait_for_token(aws, "c1")  # the retried step, then the wait, announced it
         requested = list(bus.read())
-        worker.decide(aws.services, USER, approval_id, approved=False, reason="no")
+        decide(aws.services, USER, approval_id, approved=False, reason="no")
         assert aws.wait_execution(run_id) == "SUCCEEDED"
         events = bus.read()
     assert dying.died
@@ -147,12 +148,12 @@ def test_a_question_and_a_failure_and_an_abort_are_each_published_once() -> None
     with on_eventbridge(question, tools=[ask]) as (aws, bus):
         asked = begin(aws)
         aws.wait_run(USER, asked, lambda r: r.status == "waiting_user" and r.task_token is not None)
-        worker.abort_run(aws.services, USER, asked)
-        worker.abort_run(aws.services, USER, asked)  # a second abort (another tab) changes nothing
+        abort_run(aws.services, USER, asked)
+        abort_run(aws.services, USER, asked)  # a second abort (another tab) changes nothing
         failing = begin(aws)
         aws.wait_run(USER, failing, lambda r: r.status == "running")
-        worker.fail_run(aws.services, USER, failing, "the model said: payroll test", code="ModelError")
-        worker.fail_run(aws.services, USER, failing, "again")  # a retried FailRun
+        fail_run(aws.services, USER, failing, "the model said: payroll test", code="ModelError")
+        fail_run(aws.services, USER, failing, "again")  # a retried FailRun
         events = bus.read()
     assert [(e["detail-type"], e["detail"]["runId"]) for e in events] == [
         ("Question Asked", asked),

@@ -28,7 +28,7 @@ from stepline.llm.openai import OpenAIResponsesModel
 from stepline.llm.openai import tools as openai_tools
 from stepline.local.workflow import SimulatedCrash
 from stepline.loop.tools import Tool
-from stepline.runtime import worker
+from stepline.runtime.turn import begin_turn
 from stepline.store.replay import chunks_of
 from tests.support import fake_openai as fo
 from tests.support import openai_tool_events as ev
@@ -116,7 +116,7 @@ def normalise(chunks: list[Json]) -> list[Json]:
 def turn(aws: LocalAws, number: int, text: str) -> tuple[Json, list[Json]]:
     """Run one turn of conversation `conv`; its stored assistant message and its UI chunks."""
     run_id = f"run-{number}"
-    worker.begin_turn(
+    begin_turn(
         aws.services,
         USER,
         conversation_id="conv",

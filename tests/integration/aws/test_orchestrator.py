@@ -8,7 +8,7 @@ from botocore.stub import Stubber
 
 from stepline.aws.stepfunctions import StepFunctionsOrchestrator
 from stepline.llm.scripted import ScriptedModel
-from stepline.runtime import worker
+from stepline.runtime.waits import decide
 from tests.support.local_aws import local_aws
 from tests.support.runs import USER, Counted, begin, call_step, text_step, wait_for_token
 
@@ -27,7 +27,7 @@ def test_a_used_token_resumes_nothing_and_a_duplicated_start_is_one_execution() 
         approval_id = wait_for_token(aws, "c1")
         token = aws.services.store.get_approval(USER, approval_id).task_token
         assert token is not None
-        worker.decide(aws.services, USER, approval_id, approved=True, reason=None)
+        decide(aws.services, USER, approval_id, approved=True, reason=None)
         assert aws.wait_execution(run_id) == "SUCCEEDED"
         assert orchestrator.resume(token) is False  # moto answers InvalidToken
         assert delete.runs == 1

@@ -19,9 +19,9 @@ import pytest
 
 from stepline.aws.stepfunctions import StepFunctionsOrchestrator
 from stepline.llm.scripted import ScriptedModel
-from stepline.runtime import worker
 from stepline.runtime.handlers import Handler
 from stepline.runtime.reconcile import DEFAULT_GRACE_MS, handle_event, sweep
+from stepline.runtime.turn import begin_turn
 from tests.support.local_aws import LocalAws, local_aws
 from tests.support.runs import STOP, USER, Counted, begin, call_step, text_step
 
@@ -52,7 +52,7 @@ def accepts_a_new_message(aws: LocalAws, run_id: str) -> None:
     """The conversation is free: a new turn starts in it and its run completes."""
     conversation_id = aws.services.store.get_run(USER, run_id).conversation_id
     assert aws.services.store.get_conversation(USER, conversation_id).active_run_id is None
-    worker.begin_turn(
+    begin_turn(
         aws.services,
         USER,
         conversation_id=conversation_id,
@@ -193,7 +193,7 @@ def test_a_run_without_any_execution_is_failed_by_the_sweep() -> None:
     model = ScriptedModel.from_script([text_step("A new answer.")])
     with local_aws(model) as aws:
         unstarted = dataclasses.replace(aws.services, orchestrator=None)  # the turn written, the start lost
-        worker.begin_turn(
+        begin_turn(
             unstarted,
             USER,
             conversation_id="c-lost",

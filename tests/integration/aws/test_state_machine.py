@@ -16,8 +16,9 @@ from stepline.llm.scripted import ScriptedModel
 from stepline.local.workflow import ASL_PATH, SimulatedCrash
 from stepline.loop.tools import Tool
 from stepline.protocol._json import loads_strict
-from stepline.runtime import worker
+from stepline.runtime.ending import abort_run
 from stepline.runtime.retries import INTERRUPTED, STEP_RETRIES
+from stepline.runtime.waits import answer, decide, run_state
 from stepline.store.errors import ConcurrentUpdate
 from stepline.store.replay import chunks_of
 from tests.support.local_aws import LocalAws, local_aws
@@ -76,11 +77,9 @@ def test_an_approval_decided_through_the_webhook_resumes_the_same_message(approv
         run_id = begin(aws)
         aws.wait_run(USER, run_id, lambda r: r.status == "waiting_approval")
         approval = aws.services.store.get_approval(USER, wait_for_token(aws, "c1"))
-        decided = worker.decide(
-            aws.services, USER, approval.approval_id, approved=approved, reason=None if approved else "no"
-        )
+        decided = decide(aws.services, USER, approval.approval_id, approved=approved, reason=None if approved else "no")
         assert decided.status == ("approved" if approved else "denied")
-        again = worker.decide(aws.services, USER, approval.approval_id, approved=approved, reason=None)
+        again = decide(aws.services, USER, approval.approval_id, approved=approved, reason=None)
         assert again.status == decided.status  # the same decision again: the stored result
         assert aws.wait_execution(run_id) == "SUCCEEDED"
         assert delete.runs == (1 if approved else 0)
@@ -113,7 +112,7 @@ def test_an_expired_approval_reaches_the_model_as_a_denial() -> None:
 
 
 def _approval_ids(aws: LocalAws, run_id: str) -> list[str]:
-    state = worker.run_state(aws.services, USER, run_id)
+    state = run_state(aws.services, USER, run_id)
     steps = state.steps
     return [
         p["approvalId"]
@@ -132,7 +131,7 @@ def test_a_question_waits_for_the_client_and_continues_with_its_answer() -> None
     with local_aws(model, tools=[ask]) as aws:
         run_id = begin(aws)
         aws.wait_run(USER, run_id, lambda r: r.status == "waiting_user" and r.task_token is not None)
-        worker.answer(aws.services, USER, run_id, "q1", output={"answer": "Paris"}, error_text=None)
+        answer(aws.services, USER, run_id, "q1", output={"answer": "Paris"}, error_text=None)
         assert aws.wait_execution(run_id) == "SUCCEEDED"
         parts = final_message(aws, run_id)["parts"]
         question = next(p for p in parts if p["type"] == "tool-ask_user_question")
@@ -244,7 +243,7 @@ def test_abort_stops_the_run_and_marks_it_aborted() -> None:
     with local_aws(slow) as aws:
         run_id = begin(aws)
         aws.wait_run(USER, run_id, lambda r: r.status == "running")
-        worker.abort_run(aws.services, USER, run_id)
+        abort_run(aws.services, USER, run_id)
         assert aws.wait_execution(run_id) in ("ABORTED", "SUCCEEDED")
         run = aws.services.store.get_run(USER, run_id)
         assert run.status == "aborted" and run.cancel_reason == "user_cancelled"
@@ -296,7 +295,7 @@ def test_abort_wins_even_when_every_end_loses_to_the_streaming_step() -> None:
         aws.services.store = losing  # type: ignore[assignment]
         run_id = begin(aws)
         aws.wait_run(USER, run_id, lambda r: r.status == "running")
-        result = worker.abort_run(aws.services, USER, run_id)
+        result = abort_run(aws.services, USER, run_id)
         run = aws.wait_run(USER, run_id, lambda r: r.status in ("aborted", "completed"), timeout=30)
         assert (result["status"], run.status, run.cancel_reason) == ("aborted", "aborted", "user_cancelled")
         assert losing.lost >= 3  # the end was tried again past every loss (three forced, more while it streamed)
@@ -448,7 +447,7 @@ def test_abort_stops_whichever_generation_is_running() -> None:
         # One step per execution: each step's approval wait happens in the next generation.
         assert aws.wait_execution(run_id) == "SUCCEEDED"
         first = wait_for_token(aws, "a")
-        worker.decide(aws.services, USER, first, approved=True, reason=None)
+        decide(aws.services, USER, first, approved=True, reason=None)
         assert aws.wait_execution(run_id, generation=1) == "SUCCEEDED"
         wait_for_token(aws, "c1")
         assert aws.workflow.status(run_id, generation=2) == "RUNNING"
@@ -456,7 +455,7 @@ def test_abort_stops_whichever_generation_is_running() -> None:
         stopped: list[str] = []
         stop = client.stop_execution
         client.stop_execution = lambda **kw: (stopped.append(kw["executionArn"]), stop(**kw))[1]
-        worker.abort_run(aws.services, USER, run_id)
+        abort_run(aws.services, USER, run_id)
         # Only the running generation is stopped. (moto leaves an execution that waits on a task
         # token RUNNING after StopExecution; AWS aborts it at once.)
         assert stopped == [aws.workflow.execution_arn(run_id, generation=2)]

@@ -16,17 +16,9 @@ import httpx2
 import pytest
 
 from stepline.llm.anthropic import AnthropicModel
-from stepline.llm.base import (
-    FunctionTool,
-    ModelCallOptions,
-    ModelStreamPart,
-    ResponseFormat,
-    V4Error,
-    V4Finish,
-    V4ReasoningEnd,
-    V4StreamStart,
-)
+from stepline.llm.base import FunctionTool, ModelCallOptions, ResponseFormat
 from stepline.llm.errors import ModelCallError, UnsupportedCapabilityError
+from stepline.llm.stream_parts import ModelStreamPart, V4Error, V4Finish, V4ReasoningEnd, V4StreamStart
 from stepline.protocol.model_messages import (
     AssistantModelMessage,
     DataFileData,

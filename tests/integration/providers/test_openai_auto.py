@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from stepline.llm.base import ModelCallOptions, ModelStreamPart, close_model
+from stepline.llm.base import ModelCallOptions, close_model
 from stepline.llm.errors import ModelCallError
 from stepline.llm.openai import OpenAIApiCache, OpenAIModel, OpenAIResponsesModel, aclose_openai_clients
+from stepline.llm.stream_parts import ModelStreamPart
 from stepline.protocol.model_messages import ModelTextPart, UserModelMessage
 from tests.support.fake_openai import (
     API_KEY,

@@ -12,10 +12,13 @@ from typing import Any
 import pytest
 from pydantic import JsonValue
 
-from stepline.llm.anthropic.convert import anthropic_capabilities, build_request, model_traits
-from stepline.llm.anthropic.stream import AnthropicStreamState, finish_reason, usage_from_anthropic
-from stepline.llm.base import FunctionTool, ModelCallOptions, ModelStreamPart, ResponseFormat
+from stepline.llm.anthropic.convert import build_request
+from stepline.llm.anthropic.stream import AnthropicStreamState
+from stepline.llm.anthropic.traits import anthropic_capabilities, model_traits
+from stepline.llm.anthropic.usage import finish_reason, usage_from_anthropic
+from stepline.llm.base import FunctionTool, ModelCallOptions, ResponseFormat
 from stepline.llm.errors import ModelCallError, UnsupportedCapabilityError
+from stepline.llm.stream_parts import ModelStreamPart
 from stepline.protocol.model_messages import (
     AssistantModelMessage,
     ContentOutput,

@@ -12,10 +12,10 @@ from pydantic import JsonValue
 from stepline import Agent
 from stepline.llm.anthropic import tools as anthropic_tools
 from stepline.llm.anthropic.content import PromptContext
-from stepline.llm.anthropic.convert import anthropic_capabilities, model_traits
 from stepline.llm.anthropic.prompt import convert_prompt
 from stepline.llm.anthropic.server_results import prompt_documents
 from stepline.llm.anthropic.stream import AnthropicStreamState
+from stepline.llm.anthropic.traits import anthropic_capabilities, model_traits
 from stepline.protocol.model_messages import (
     AssistantModelMessage,
     DataFileData,

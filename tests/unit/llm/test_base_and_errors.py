@@ -5,8 +5,9 @@ from email.utils import format_datetime
 
 import pytest
 
-from stepline.llm.base import ModelCapabilities, parse_stream_part
+from stepline.llm.base import ModelCapabilities
 from stepline.llm.errors import ModelCallError, parse_retry_after
+from stepline.llm.stream_parts import parse_stream_part
 
 
 @pytest.mark.parametrize(
@@ -62,7 +63,7 @@ def test_stream_parts_parse_from_the_sdk_json_shape() -> None:
 
 
 def test_wire_forms_of_parts() -> None:
-    from stepline.llm.base import V4Error, V4TextDelta, V4Usage
+    from stepline.llm.stream_parts import V4Error, V4TextDelta, V4Usage
 
     assert V4Usage().to_wire() == {"inputTokens": {}, "outputTokens": {}}
     assert V4TextDelta(id="t", delta="x", provider_metadata=None).to_wire() == {

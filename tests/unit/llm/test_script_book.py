@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from stepline.llm.base import FunctionTool, ModelCallOptions, ModelStreamPart, V4TextDelta, V4ToolCall, V4ToolInputDelta
+from stepline.llm.base import FunctionTool, ModelCallOptions
 from stepline.llm.errors import ModelCallError
 from stepline.llm.registry import DEMO_BOOK, DEMO_SCRIPT, resolve_model
 from stepline.llm.script_book import ScriptBook, ScriptBookError
 from stepline.llm.scripted import ScriptedModel, ScriptExhaustedError
+from stepline.llm.stream_parts import ModelStreamPart, V4TextDelta, V4ToolCall, V4ToolInputDelta
 from stepline.loop.approval import ApprovalDecision
 from stepline.loop.stop import is_step_count
 from stepline.loop.stream_text import StreamTextResult, stream_text

@@ -223,9 +223,9 @@ def test_retries_recorded_in_earlier_runs_are_kept() -> None:
 
 
 def test_a_retryable_error_reported_inside_the_stream_before_output_is_retried() -> None:
-    from stepline.llm.base import V4Error, parse_stream_part
     from stepline.llm.errors import ModelCallError
     from stepline.llm.scripted import ScriptedModel, ScriptedStep
+    from stepline.llm.stream_parts import V4Error, parse_stream_part
     from stepline.loop.stream_text import stream_text
 
     overloaded = ModelCallError("Overloaded", kind="overloaded", provider="anthropic", status_code=529)

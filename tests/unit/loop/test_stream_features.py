@@ -121,15 +121,8 @@ def test_call_settings_headers_and_provider_options_reach_the_model() -> None:
 
 
 def test_include_keeps_request_messages_and_body_only_when_asked() -> None:
-    from stepline.llm.base import (
-        ModelCallOptions,
-        V4Finish,
-        V4FinishReason,
-        V4StreamStart,
-        V4TextDelta,
-        V4TextEnd,
-        V4TextStart,
-    )
+    from stepline.llm.base import ModelCallOptions
+    from stepline.llm.stream_parts import V4Finish, V4FinishReason, V4StreamStart, V4TextDelta, V4TextEnd, V4TextStart
     from stepline.loop.config import Include
     from stepline.loop.stream_text import stream_text
 

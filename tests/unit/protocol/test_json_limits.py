@@ -30,6 +30,9 @@ def test_a_well_formed_body_is_parsed_as_json_parse_would() -> None:
         (b'{"id": "\xff"}', "body", "not UTF-8"),
         (b'{"id": ', "body", "not JSON"),
         (b'{"n": NaN}', "body", "not JSON"),
+        (b'{"a":1e999999}', "body", "too large for a double"),  # JSON.parse: Infinity, which no JSON carries back
+        (b'{"a":[-1E309]}', "body", "too large for a double"),
+        ('{"a":' + "9" * 400 + "}", "body", "too large for a double"),
         (nested(100_000).encode(), "body", f"deeper than {MAX_DEPTH}"),  # RecursionError in the parser
         ('{"a":' + nested(MAX_DEPTH) + "}", "a" + "[0]" * (MAX_DEPTH - 1), f"deeper than {MAX_DEPTH}"),
         ('{"messages":[{"parts":[{"text":"\\ud800"}]}]}', "messages[0].parts[0].text", "lone surrogate"),
@@ -41,6 +44,15 @@ def test_a_well_formed_body_is_parsed_as_json_parse_would() -> None:
 def test_what_would_fail_later_is_refused_here_naming_where(data: bytes | str, path: str, reason: str) -> None:
     where, why = issue_of(data)
     assert where == path and reason in why
+
+
+def test_the_largest_doubles_are_numbers_still() -> None:
+    assert parse_json_body('{"a":1.7976931348623157e308,"b":1e-999,"c":"1e999"}') == {
+        "a": 1.7976931348623157e308,
+        "b": 0.0,
+        "c": "1e999",
+    }
+    assert parse_json_body("[1" + "0" * 308 + "]") == [10**308]
 
 
 def test_the_depth_limit_is_exact() -> None:

@@ -8,6 +8,7 @@ import pytest
 from pydantic import BaseModel, TypeAdapter
 
 from stepline.errors import InvalidUIMessageError
+from stepline.protocol._ui_validation import validate_ui_messages
 from stepline.protocol.parts import DataPart, ToolPart, UIMessage
 from stepline.protocol.request import (
     ChatRequest,
@@ -17,7 +18,6 @@ from stepline.protocol.request import (
     message_to_wire,
     parse_chat_request,
     plan_turn,
-    validate_ui_messages,
 )
 
 Json = dict[str, Any]

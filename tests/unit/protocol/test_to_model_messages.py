@@ -7,6 +7,7 @@ import pytest
 from pydantic import JsonValue, TypeAdapter
 
 from stepline.errors import MessageConversionError
+from stepline.protocol._model_message_blocks import UNAVAILABLE_TOOL_OUTPUT
 from stepline.protocol.model_messages import (
     AssistantModelMessage,
     ContentOutput,
@@ -17,11 +18,7 @@ from stepline.protocol.model_messages import (
     UserModelMessage,
 )
 from stepline.protocol.parts import DataPart, UIMessage
-from stepline.protocol.to_model_messages import (
-    UNAVAILABLE_TOOL_OUTPUT,
-    LegacyMessage,
-    convert_to_model_messages,
-)
+from stepline.protocol.to_model_messages import LegacyMessage, convert_to_model_messages
 
 Json = dict[str, Any]
 SIGNED = {"anthropic": {"signature": "sig"}}

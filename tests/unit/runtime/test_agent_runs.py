@@ -18,7 +18,10 @@ from stepline.agent.loading import AgentSet
 from stepline.llm.scripted import ScriptedModel
 from stepline.protocol.model_messages import SystemModelMessage
 from stepline.runtime import worker
+from stepline.runtime.ending import fail_run, finalize_run
 from stepline.runtime.services import Services
+from stepline.runtime.turn import begin_turn
+from stepline.runtime.waits import decide, run_state
 from stepline.store.blobs import MemoryBlobStore
 from stepline.store.memory import MemoryStore
 from tests.unit.loop.support import call, text_step, tool_step
@@ -54,7 +57,7 @@ class Deployment:
         return Services(store=self.store, blobs=self.blobs, agents=self.agents(), clock=lambda: 1_000)
 
     def start(self, **context: Any) -> None:
-        worker.begin_turn(
+        begin_turn(
             self.services(),
             USER,
             conversation_id="conv",
@@ -69,7 +72,7 @@ class Deployment:
 
 
 def approval_id(deployment: Deployment) -> str:
-    state = worker.run_state(deployment.services(), USER, "run-1")
+    state = run_state(deployment.services(), USER, "run-1")
     (pending,) = state.pending_approvals
     return pending.approval_id
 
@@ -84,9 +87,9 @@ def test_the_run_context_survives_an_approval_decided_in_another_process() -> No
     deployment = Deployment(model)
     deployment.start(claims={"sub": USER, "name": "Alice"}, body={"ticket": "T-9"})
     assert deployment.step() == "await-approval"
-    worker.decide(deployment.services(), USER, approval_id(deployment), approved=True, reason=None)
+    decide(deployment.services(), USER, approval_id(deployment), approved=True, reason=None)
     assert deployment.step() == "finished"
-    worker.finalize_run(deployment.services(), USER, "run-1")
+    finalize_run(deployment.services(), USER, "run-1")
     assert SEEN == [("Alice", "T-9")]
     assert systems(model) == [["Be kind to Alice (ticket T-9)."]] * 2
     stored = deployment.store.get_run(USER, "run-1").context
@@ -99,9 +102,9 @@ def test_a_tool_removed_by_a_redeploy_while_the_run_waited_becomes_a_tool_error(
     deployment.start()
     assert deployment.step() == "await-approval"
     deployment.agents = lambda: AgentSet.single(agent(model, tools=[], instructions="v2"))  # the redeploy
-    worker.decide(deployment.services(), USER, approval_id(deployment), approved=True, reason=None)
+    decide(deployment.services(), USER, approval_id(deployment), approved=True, reason=None)
     assert deployment.step() == "finished"
-    worker.finalize_run(deployment.services(), USER, "run-1")
+    finalize_run(deployment.services(), USER, "run-1")
     run = deployment.store.get_run(USER, "run-1")
     message = deployment.store.get_message(USER, "conv", "msg-1")
     (part,) = [p for p in message.parts if p["type"] == "tool-refund"]
@@ -117,7 +120,7 @@ def test_a_run_whose_agent_left_the_deployment_is_continued_by_the_default_agent
     deployment.start()
     assert deployment.step() == "await-approval"
     deployment.agents = lambda: AgentSet.single(agent(model, name="other"))
-    worker.decide(deployment.services(), USER, approval_id(deployment), approved=True, reason=None)
+    decide(deployment.services(), USER, approval_id(deployment), approved=True, reason=None)
     assert deployment.step() == "finished"
 
 
@@ -137,9 +140,9 @@ def test_run_level_callbacks_fire_once_in_the_function_that_starts_or_ends_the_r
     deployment.start()
     assert events == ["start:run-1"]
     assert deployment.step() == "finished"
-    worker.finalize_run(deployment.services(), USER, "run-1")
-    worker.finalize_run(deployment.services(), USER, "run-1")  # Step Functions retried FinalizeRun
-    worker.fail_run(deployment.services(), USER, "run-1", "late")  # a terminal run does not end again
+    finalize_run(deployment.services(), USER, "run-1")
+    finalize_run(deployment.services(), USER, "run-1")  # Step Functions retried FinalizeRun
+    fail_run(deployment.services(), USER, "run-1", "late")  # a terminal run does not end again
     assert events == ["start:run-1", "step:0", "end:Hi."]
 
 

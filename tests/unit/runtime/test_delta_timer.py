@@ -7,9 +7,11 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from stepline.llm.base import ModelCallOptions, ModelCapabilities, ModelStreamPart, parse_stream_part
+from stepline.llm.base import ModelCallOptions, ModelCapabilities
+from stepline.llm.stream_parts import ModelStreamPart, parse_stream_part
 from stepline.runtime import worker
 from stepline.runtime.services import Services
+from stepline.runtime.turn import begin_turn
 from stepline.store.memory import MemoryStore
 
 PAUSE = 0.8
@@ -47,9 +49,7 @@ def test_deltas_before_a_pause_are_written_within_the_window() -> None:
     store, model = MemoryStore(), PausingModel()
     services = Services(store=store, model=model, delta_window=0.15)
     user_message = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
-    worker.begin_turn(
-        services, "u", conversation_id="c", run_id="r", assistant_message_id="a", user_message=user_message
-    )
+    begin_turn(services, "u", conversation_id="c", run_id="r", assistant_message_id="a", user_message=user_message)
     started = time.time()
     assert worker.model_step(services, "u", "r", invocation_id="i1")["next"] == "finished"
     events = store.events_after("u", "r", 0, now=services.clock())

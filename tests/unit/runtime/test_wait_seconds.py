@@ -8,9 +8,10 @@ from typing import Any
 
 from stepline.llm.scripted import ScriptedModel
 from stepline.loop.tools import Tool
-from stepline.runtime import worker
 from stepline.runtime.handlers import handlers
 from stepline.runtime.services import Services
+from stepline.runtime.turn import begin_turn
+from stepline.runtime.waits import wait_seconds
 from stepline.store.memory import MemoryStore
 from tests.support.runs import USER, call_step
 
@@ -40,7 +41,7 @@ def waiting(tool: str, **options: Any) -> tuple[Services, Clock]:
         clock=clock,
         **options,
     )
-    worker.begin_turn(
+    begin_turn(
         services,
         USER,
         conversation_id="c1",
@@ -66,7 +67,7 @@ def test_an_approval_wait_keeps_the_approvals_deadline() -> None:
     again = step({"userId": USER, "runId": "r1", "firstStep": 1}, Context())
     assert (again["next"], again["waitSeconds"]) == ("await-approval", 3_000)  # what was left, rounded up
     clock.now += 10 * TIMEOUT_MS  # long past the deadline: the wait ends at once
-    assert worker.wait_seconds(services, USER, "r1") == 1
+    assert wait_seconds(services, USER, "r1") == 1
 
 
 def test_a_question_wait_keeps_the_deadline_of_its_checkpoint() -> None:
@@ -74,4 +75,4 @@ def test_a_question_wait_keeps_the_deadline_of_its_checkpoint() -> None:
     step = handlers(lambda: services)["stepline-model-step"]
     assert step({"userId": USER, "runId": "r1", "firstStep": 0}, Context())["next"] == "await-client"
     clock.now += 1_800_000
-    assert worker.wait_seconds(services, USER, "r1") == 1_800
+    assert wait_seconds(services, USER, "r1") == 1_800

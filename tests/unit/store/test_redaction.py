@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from stepline.store.redaction import RedactingFilter, Redactor, redact_parts, strip_reasoning
+from stepline.store.redaction import RedactingFilter, Redactor
+from stepline.store.stored_parts import redact_parts, strip_reasoning
 
 MASK = "*****"
 

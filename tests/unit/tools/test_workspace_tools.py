@@ -21,6 +21,7 @@ from stepline.protocol._json import dumps
 from stepline.protocol.model_messages import ToolModelMessage, ToolResultPart
 from stepline.runtime import worker
 from stepline.runtime.services import Services
+from stepline.runtime.turn import begin_turn
 from stepline.store.blobs import MemoryBlobStore
 from stepline.store.memory import MemoryStore
 from stepline.tools import load_toolset
@@ -241,7 +242,7 @@ def test_a_model_step_gives_its_tools_the_run_context() -> None:
         store=store, model=model, blobs=blobs, tools=[*TOOLS, Tool(name="probe", execute=probe)], clock=lambda: 1000
     )
     user_message = {"id": "u-1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
-    worker.begin_turn(
+    begin_turn(
         services,
         "alice",
         conversation_id="conv-1",

@@ -30,9 +30,12 @@ from .options import (
 )
 from .prompt import convert_prompt
 from .server_tools import server_tool_block
-from .traits import ModelTraits, anthropic_capabilities, model_traits
+from .traits import ModelTraits, model_traits
 
-__all__ = ["AnthropicRequest", "ModelTraits", "anthropic_capabilities", "build_request", "model_traits"]
+__all__ = [
+    "AnthropicRequest",
+    "build_request",
+]
 
 MIN_THINKING_BUDGET = 1024
 JSON_TOOL_NAME = "json"

@@ -28,11 +28,13 @@ from typing import Any, cast
 import anthropic
 import httpx2
 
-from ..base import ModelCallOptions, ModelCapabilities, ModelStreamPart, V4StreamStart
+from ..base import ModelCallOptions, ModelCapabilities
 from ..errors import ModelCallError, retry_after_seconds
-from .convert import AnthropicRequest, anthropic_capabilities, build_request
+from ..stream_parts import ModelStreamPart, V4StreamStart
+from .convert import AnthropicRequest, build_request
 from .server_results import prompt_documents
 from .stream import AnthropicStreamState
+from .traits import anthropic_capabilities
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicModel", "to_model_call_error"]
 

@@ -48,7 +48,7 @@ from .content import Block, PromptContext, file_block, tool_result_block
 from .options import parse_cache_control
 from .server_blocks import server_tool_result_block, server_tool_use_block
 
-__all__ = ["AnthropicPrompt", "PromptContext", "convert_prompt"]
+__all__ = ["AnthropicPrompt", "convert_prompt"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,7 @@ from pydantic import JsonValue
 from ...protocol._json import dumps, loads_strict
 from ...protocol.chunks import Citation
 from ...protocol.model_messages import ModelFilePart, ModelMessage, UserModelMessage
-from ..base import ModelStreamPart, V4Source, V4ToolResult
+from ..stream_parts import ModelStreamPart, V4Source, V4ToolResult
 from .fields import as_dict, pick
 
 __all__ = [

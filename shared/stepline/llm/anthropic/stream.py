@@ -40,7 +40,8 @@ from pydantic import JsonValue
 
 from ...protocol._json import dumps, loads_strict
 from ...protocol.chunks import ProviderMetadata
-from ..base import (
+from ..errors import ModelCallError, in_stream_error
+from ..stream_parts import (
     ModelStreamPart,
     V4Error,
     V4Finish,
@@ -60,7 +61,6 @@ from ..base import (
     V4ToolResult,
     V4Usage,
 )
-from ..errors import ModelCallError, in_stream_error
 from .fields import as_dict, as_str, some
 from .server_results import (
     SERVER_TOOL_NAMES,
@@ -72,7 +72,9 @@ from .server_results import (
 )
 from .usage import finish_reason, usage_from_anthropic
 
-__all__ = ["AnthropicStreamState", "finish_reason", "usage_from_anthropic"]
+__all__ = [
+    "AnthropicStreamState",
+]
 
 _TOOL_USE_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
 

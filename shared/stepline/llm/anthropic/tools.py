@@ -31,7 +31,7 @@ from ...loop.tools import Tool
 from ..base import ProviderTool
 from .server_tools import SERVER_TOOLS, CodeExecutionArgs, UserLocation, WebFetchArgs, WebSearchArgs
 
-__all__ = ["UserLocation", "code_execution", "web_fetch", "web_search"]
+__all__ = ["code_execution", "web_fetch", "web_search"]
 
 WEB_SEARCH = "anthropic.web_search_20250305"
 WEB_FETCH = "anthropic.web_fetch_20250910"

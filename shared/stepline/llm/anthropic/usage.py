@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ..base import V4FinishReason, V4InputTokens, V4OutputTokens, V4Usage
+from ..stream_parts import V4FinishReason, V4InputTokens, V4OutputTokens, V4Usage
 from .fields import as_dict, some
 
 __all__ = ["finish_reason", "usage_from_anthropic"]

@@ -22,15 +22,8 @@ Importing this package imports the `openai` SDK; the registry loads it only when
 is asked for.
 """
 
-from .model import (
-    DEFAULT_BASE_URL,
-    DEFAULT_TIMEOUT_SECONDS,
-    OpenAIApiCache,
-    OpenAIChatModel,
-    OpenAIModel,
-    OpenAIResponsesModel,
-    aclose_openai_clients,
-)
+from .clients import OpenAIApiCache, aclose_openai_clients
+from .model import DEFAULT_BASE_URL, DEFAULT_TIMEOUT_SECONDS, OpenAIChatModel, OpenAIModel, OpenAIResponsesModel
 
 __all__ = [
     "DEFAULT_BASE_URL",

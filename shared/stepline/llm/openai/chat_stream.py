@@ -22,7 +22,8 @@ from typing import Any
 
 from pydantic import JsonValue, ValidationError
 
-from ..base import (
+from ..errors import ModelCallError
+from ..stream_parts import (
     ModelStreamPart,
     UnifiedFinishReason,
     V4Error,
@@ -40,7 +41,6 @@ from ..base import (
     V4ToolInputEnd,
     V4ToolInputStart,
 )
-from ..errors import ModelCallError
 from .stream_common import Loose, ToolCallBuffer, chat_usage, iso_timestamp, stream_error
 
 __all__ = ["ChatStreamState", "map_chat_finish_reason"]

@@ -23,12 +23,13 @@ import httpx2
 import openai
 from pydantic import JsonValue
 
-from ..base import ModelCallOptions, ModelCapabilities, ModelStreamPart, ProviderTool, V4Raw, V4StreamStart
+from ..base import ModelCallOptions, ModelCapabilities, ProviderTool
 from ..errors import ModelCallError, UnsupportedCapabilityError
+from ..stream_parts import ModelStreamPart, V4Raw, V4StreamStart
 from .capabilities import chat_capabilities, responses_capabilities
 from .chat_convert import build_chat_request
 from .chat_stream import ChatStreamState
-from .clients import CLIENTS, OpenAIApiCache, aclose_openai_clients
+from .clients import CLIENTS, OpenAIApiCache
 from .errors import model_call_error, stream_error_payload
 from .options import CallWarning, OpenAIApi
 from .responses_convert import build_responses_request
@@ -37,11 +38,9 @@ from .responses_stream import ResponsesStreamState
 __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_TIMEOUT_SECONDS",
-    "OpenAIApiCache",
     "OpenAIChatModel",
     "OpenAIModel",
     "OpenAIResponsesModel",
-    "aclose_openai_clients",
 ]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"

@@ -19,16 +19,14 @@ execution (no item exists).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import JsonValue
 
 from ...protocol.model_messages import ExecutionDeniedOutput, JsonOutput, ToolResultPart
 from .options import CallWarning, other_warning
 from .prompt import openai_options_of, string_option
-
-if TYPE_CHECKING:
-    from .responses_input import ResponsesInputContext
+from .responses_context import ResponsesInputContext
 
 __all__ = ["provider_call_item", "provider_result_items"]
 

@@ -35,7 +35,8 @@ from .options import (
     unsupported_warning,
 )
 from .prompt import FileTarget
-from .responses_input import ResponsesInputContext, convert_responses_input
+from .responses_context import ResponsesInputContext
+from .responses_input import convert_responses_input
 from .responses_tools import ToolNames, prepare_responses_tools
 
 __all__ = ["API_LABEL", "ResponsesRequest", "build_responses_request"]

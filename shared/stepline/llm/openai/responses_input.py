@@ -21,7 +21,6 @@ back even with `store: false`. A file the model or API cannot take raises
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import JsonValue
@@ -48,7 +47,7 @@ from ...protocol.model_messages import (
     UrlFileData,
     UserModelMessage,
 )
-from .options import CallWarning, SystemMessageMode, other_warning
+from .options import CallWarning, other_warning
 from .prompt import (
     FileTarget,
     file_base64,
@@ -60,32 +59,11 @@ from .prompt import (
     tool_output_text,
 )
 from .provider_items import provider_call_item, provider_result_items
-from .responses_tools import ToolNames
+from .responses_context import ResponsesInputContext
 
-__all__ = ["ResponsesInputContext", "convert_responses_input"]
+__all__ = ["convert_responses_input"]
 
 Item = dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ResponsesInputContext:
-    """What the input conversion needs to know besides the messages."""
-
-    target: FileTarget
-    system_message_mode: SystemMessageMode
-    pass_through_unsupported_files: bool = False
-    has_conversation: bool = False
-    """Items with an OpenAI item id already live in the conversation: skip them."""
-    has_previous_response_id: bool = False
-    """Reasoning items with an id already live in the previous response chain: skip them."""
-    store: bool = True
-    """OpenAI keeps the response (`store` is not false): its output items can be referenced by id."""
-    tool_names: ToolNames = field(default_factory=ToolNames)
-    """The agent's names for OpenAI's built-in tools (to recognise their calls and results)."""
-
-    @property
-    def provider(self) -> str:
-        return self.target.provider
 
 
 def convert_responses_input(

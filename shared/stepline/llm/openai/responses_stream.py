@@ -33,7 +33,8 @@ from typing import Any, cast
 
 from pydantic import JsonValue, ValidationError
 
-from ..base import (
+from ..errors import ModelCallError
+from ..stream_parts import (
     ModelStreamPart,
     UnifiedFinishReason,
     V4Custom,
@@ -52,7 +53,6 @@ from ..base import (
     V4ToolInputEnd,
     V4ToolInputStart,
 )
-from ..errors import ModelCallError
 from .responses_tool_stream import ProviderToolStream
 from .responses_tools import ToolNames
 from .stream_common import Loose, ToolCallBuffer, iso_timestamp, responses_usage, stream_error

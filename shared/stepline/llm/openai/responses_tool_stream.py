@@ -34,7 +34,7 @@ from typing import Any, cast
 from pydantic import JsonValue
 
 from ...protocol.chunks import Citation
-from ..base import (
+from ..stream_parts import (
     ModelStreamPart,
     V4Source,
     V4ToolCall,

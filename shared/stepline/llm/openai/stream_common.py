@@ -33,8 +33,8 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-from ..base import V4InputTokens, V4OutputTokens, V4Usage
 from ..errors import ModelCallError, in_stream_error
+from ..stream_parts import V4InputTokens, V4OutputTokens, V4Usage
 
 __all__ = ["Loose", "ToolCallBuffer", "chat_usage", "iso_timestamp", "responses_usage", "scrub_secrets", "stream_error"]
 

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import ConfigDict, Field, ValidationError
 
 from ...errors import StepLineError
-from ...loop.config import ApprovalSetting
+from ...loop.tools import ApprovalSetting
 from .. import load_toolset
 from .config import HttpServer, McpServer, ServerList, StdioServer
 from .connection import McpToolError

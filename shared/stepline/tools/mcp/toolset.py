@@ -28,8 +28,7 @@ from mcp.types import Tool as McpTool
 from pydantic import JsonValue
 
 from ...agent.toolsets import LiveTools
-from ...loop.config import ApprovalSetting
-from ...loop.tools import Tool, ToolContext
+from ...loop.tools import ApprovalSetting, Tool, ToolContext
 from .config import HttpServer, StdioServer, exposed_name
 from .connection import HeaderSource, call_tool, list_tools
 from .results import output_of, to_model_output
