@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from stepline.llm.registry import DEMO_BOOK
+from stepline.local.dev_events import DevNotifier
 from stepline.runtime.approval_links import ApprovalLinks, link_path
-from stepline.runtime.notifications import MemoryNotifier
 from stepline.store.records import ApprovalRecord
 from tests.api.test_chat_api import approval_request, send, wait_status
 from tests.support.server import Running, config, running
@@ -156,7 +156,7 @@ def test_neither_the_link_nor_its_answer_shows_the_tool_input(server: Running) -
 
 def test_the_approval_requested_event_carries_the_link(server: Running) -> None:
     notifier = server.server.backend.services.notifier
-    assert isinstance(notifier, MemoryNotifier)
+    assert isinstance(notifier, DevNotifier)
     with server.client(USER) as client:
         approval = _requested(server, client, "link-event")
         (event,) = [e for e in notifier.events if e.detail.get("approvalId") == approval.approval_id]

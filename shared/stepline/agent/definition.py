@@ -52,6 +52,7 @@ from ..protocol.to_model_messages import ReasoningPolicy
 from ..store.history import DEFAULT_BUDGET_CHARS
 from .fingerprint import digest
 from .toolsets import agent_tools
+from .unattended import Hook, Schedule, unique_names
 
 __all__ = ["DEFAULT_MAX_STEPS", "Agent", "AgentDefinitionError", "DynamicInstructions", "ModelResolver"]
 
@@ -145,6 +146,10 @@ class Agent(BaseModel):
     tracer: Any = None
     meter: Any = None
     trace_content: bool = False
+    schedules: tuple[Schedule, ...] = ()
+    """Runs on a timetable (`stepline.agent.unattended`), each a conversation of its owner."""
+    hooks: tuple[Hook, ...] = ()
+    """Signed inbound webhooks, each payload mapped to a run (`POST /api/hooks/{agent}/{hook}`)."""
 
     _fingerprint: str | None = PrivateAttr(default=None)
 
@@ -194,6 +199,8 @@ class Agent(BaseModel):
         raise ValueError("must be a string, a SystemModelMessage, a list of them, or a function of the run context")
 
     def model_post_init(self, context: Any, /) -> None:
+        unique_names("schedules", [s.name for s in self.schedules])
+        unique_names("hooks", [h.name for h in self.hooks])
         if not isinstance(self.tools, tuple):
             return  # a live toolset: its names are known once it is listed (the loop checks them per step)
         names = [t.name for t in self.tools]

@@ -19,6 +19,8 @@ from ..protocol._json import dumps
 __all__ = ["digest"]
 
 _OWN = ("name", "description", "model", "instructions", "tools")
+_NOT_RUN = ("schedules", "hooks")
+"""What starts runs, not how one runs: a changed timetable leaves the runs' fingerprint as it was."""
 
 
 def digest(settings: Mapping[str, object], tools: Sequence[Tool], model_spec: str) -> str:
@@ -34,7 +36,7 @@ def digest(settings: Mapping[str, object], tools: Sequence[Tool], model_spec: st
         "model": model_spec,
         "instructions": _describe(settings["instructions"]),
         "tools": [_tool_description(t) for t in tools],
-        **{key: _describe(value) for key, value in settings.items() if key not in _OWN},
+        **{key: _describe(value) for key, value in settings.items() if key not in _OWN + _NOT_RUN},
     }
     return hashlib.sha256(dumps(described).encode()).hexdigest()[:16]
 

@@ -7,6 +7,8 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from ..runtime.callback_urls import UrlPolicy
+from ..runtime.hook_signatures import HookSecrets
 from ..runtime.services import Services
 from .identity import Identity
 
@@ -32,6 +34,10 @@ class ApiOptions:
     artifact_link_seconds: int = 300
     cors_origins: tuple[str, ...] = ()
     """Browser origins other than the API's own that may call it (`stepline.api.cors`)."""
+    callbacks: UrlPolicy | None = None
+    """The callback URLs `POST /api/runs` accepts; None: callbacks are off (no signing secret)."""
+    hook_secrets: HookSecrets | None = None
+    """Where inbound webhooks' secrets come from (`POST /api/hooks/...`); None: hooks answer 503."""
 
 
 def _user(request: Request) -> str:

@@ -32,8 +32,11 @@ def api_options(settings: Settings) -> ApiOptions:
 
 def api_app(options: ApiOptions | None = None) -> FastAPI:
     """The app over this function's services (built once per cold start, from one read of the environment)."""
+    from .unattended_wiring import with_unattended
+
     settings = Settings.from_env(os.environ)
-    return create_app(build_services(settings), ApiGatewayIdentity(), options or api_options(settings))
+    services = build_services(settings)
+    return create_app(services, ApiGatewayIdentity(), with_unattended(services, options or api_options(settings)))
 
 
 def buffered_handler(app: FastAPI) -> Any:

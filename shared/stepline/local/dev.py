@@ -58,7 +58,7 @@ from ..api.oidc import DEFAULT_LEEWAY_SECONDS, JwtIdentity
 from ..errors import StepLineError
 from ..llm.registry import DEMO_BOOK, resolve_with_timeout
 from ..runtime.approval_links import ApprovalLinks
-from ..runtime.notifications import MemoryNotifier
+from ..runtime.hook_signatures import EnvHookSecrets
 from ..runtime.services import Services
 from ..store.event_batcher import DEFAULT_WINDOW
 from ..tracing.setup import telemetry_from_env
@@ -66,6 +66,7 @@ from .backend import Engine, LocalBackend, local_backend
 from .links import LocalLinkBlobStore, mount_links
 from .restart import Sweeper
 from .ui_build import default_dist
+from .unattended import DevUnattended
 from .web import describe, mount_web
 
 __all__ = [
@@ -169,6 +170,7 @@ class DevServer:
     backend: LocalBackend
     identity: Identity
     config: DevConfig
+    unattended: DevUnattended
 
 
 @contextmanager
@@ -189,6 +191,10 @@ def dev_server(
     # STEPLINE_TRACING=otlp (with the standard OTEL_EXPORTER_OTLP_* variables) sends each run's
     # trace to a local collector or Jaeger; off by default. The inspector needs none of it.
     telemetry = telemetry_from_env(os.environ, service="stepline-dev")
+    try:
+        unattended = DevUnattended.from_env(os.environ, data_dir)
+    except ValueError as error:
+        raise DevConfigError(str(error)) from None
 
     def make_services(**backend: Any) -> Services:
         return Services(
@@ -198,7 +204,8 @@ def dev_server(
             client="stepline-dev",
             # Approval links work locally too, with a key of this process (links end with it).
             approval_links=ApprovalLinks(secrets.token_bytes(32)),
-            notifier=MemoryNotifier(),
+            notifier=unattended.notifier,
+            deliveries=unattended.outbox,
             delta_window=DEFAULT_WINDOW if data_dir is None else LOCAL_DELTA_WINDOW,
             **backend,
         )
@@ -213,7 +220,14 @@ def dev_server(
             if config.oidc_issuer and config.oidc_client_id
             else DevTokens(config.tokens)
         )
-        app = create_app(backend.services, identity, dataclasses.replace(api, cors_origins=config.cors_origins))
+        options = dataclasses.replace(
+            api,
+            cors_origins=config.cors_origins,
+            callbacks=unattended.policy if unattended.callbacks_on else None,
+            hook_secrets=EnvHookSecrets(),
+        )
+        app = create_app(backend.services, identity, options)
+        unattended.install(app, backend.services)
         _bound_threads(app)
         settings = ui_config(config)
         app.add_api_route("/config.json", lambda: JSONResponse(settings, headers={"cache-control": "no-store"}))
@@ -222,8 +236,9 @@ def dev_server(
         mount_links(app, blobs)
         mount_web(app, default_dist(os.environ))
         try:
-            yield DevServer(app, backend, identity, config)
+            yield DevServer(app, backend, identity, config, unattended)
         finally:
+            unattended.stop()
             sweeper.stop()
             if telemetry is not None:
                 telemetry.shutdown()  # exports what is still batched
@@ -283,6 +298,7 @@ def banner(server: DevServer, url: str) -> str:
         f"  users    {server.identity.describe()}",
         f"  origins  {_origins(config.cors_origins)}",
         f"  web UI   {describe(default_dist(os.environ))}",
+        *server.unattended.describe(),
         "  stop     Ctrl-C",
     ]
     return "\n".join(lines) + "\n"

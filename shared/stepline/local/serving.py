@@ -96,6 +96,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
         else:
             server = stack.enter_context(dev_server(DevConfig.from_env(env), data_dir=options.data_dir))
             start_build(default_dist(env), out)  # the UI, in a checkout where web/dist is missing and npm is installed
+            server.unattended.notifier.base_url = url  # the approval links it prints
             out.write(banner(server, url))
             out.flush()
             app = server.app

@@ -25,6 +25,7 @@ from ..store.event_batcher import DEFAULT_WINDOW
 from ..store.ports import Store
 from ..tools.context import RunContext
 from .approval_links import ApprovalLinks
+from .deliveries import DeliveryLog
 from .generated_files import ArtifactFiles
 from .guard import StoreToolGuard
 from .notifications import NoNotifier, Notifier
@@ -92,6 +93,8 @@ class Services:
     """Signs and checks approval links (`stepline.runtime.approval_links`); None: links are off."""
     notifier: Notifier = field(default_factory=NoNotifier)
     """Where run lifecycle events go (`stepline.runtime.notifications`; EventBridge on AWS)."""
+    deliveries: DeliveryLog | None = None
+    """Where callback deliveries and their attempts are recorded (`GET /api/runs/{id}` reads them)."""
     delta_window: float = DEFAULT_WINDOW
     stream_push: RunNotifier | None = None
     """Tells the streams following a run that its log has grown (None: they only poll)."""

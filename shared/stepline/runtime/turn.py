@@ -53,12 +53,14 @@ def begin_turn(
     agent: str | None = None,
     claims: Mapping[str, JsonValue] | None = None,
     body: Mapping[str, JsonValue] | None = None,
+    unattended: Mapping[str, JsonValue] | None = None,
 ) -> TurnStarted:
     """Write the turn, its initial checkpoint and its `start` event, then start the workflow.
 
     `supersede_seqs` are the messages a regenerated answer replaces: they leave the history.
     `agent` names the agent of a new conversation (an existing one keeps its own; an unknown name
-    raises `UnknownAgentError`); `claims` and `body` become the run's fixed context.
+    raises `UnknownAgentError`); `claims` and `body` become the run's fixed context. `unattended`
+    is what a headless start records on the run (`stepline.runtime.headless`).
     """
     store, now = services.store, services.clock()
     chosen = _turn_agent(services, user_id, conversation_id, agent)
@@ -74,6 +76,8 @@ def begin_turn(
         metadata["client"] = services.client
     context: dict[str, JsonValue] = {"claims": dict(claims or {"sub": user_id}), "body": dict(body or {})}
     run_trace = RunTrace.new()
+    if unattended is not None:
+        context["unattended"] = dict(unattended)
     started = store.start_turn(
         user_id,
         TurnStart(
@@ -81,6 +85,7 @@ def begin_turn(
             run_id=run_id,
             assistant_message_id=assistant_message_id,
             user_message=user_message,
+            trigger="automation" if unattended is not None else "web",
             provider=model.provider,
             model=model.model_id,
             agent=chosen.name,

@@ -23,6 +23,7 @@ import yaml
 from samtranslator.translator.transform import transform
 from samtranslator.yaml_helper import intrinsics_multi_constructor
 
+from stepline.aws.unattended_wiring import UnattendedSettings
 from stepline.aws.wiring import Settings
 from tests.support.project_template import StubPolicyLoader
 
@@ -49,7 +50,19 @@ API_FUNCTIONS = {
 RECONCILER = {
     "ReconcilerFunction": ("shared/stepline/stack/functions/reconciler/", 120, 256)
 }  # closes runs whose execution died
-FUNCTIONS = WORKERS | API_FUNCTIONS | RECONCILER
+UNATTENDED = {
+    "ScheduleDispatchFunction": (
+        "shared/stepline/stack/functions/schedule_dispatch/",
+        60,
+        256,
+    ),  # starts the due occurrences' runs
+    "CallbackSenderFunction": (
+        "shared/stepline/stack/functions/callback_sender/",
+        30,
+        256,
+    ),  # one attempt per queued event
+}
+FUNCTIONS = WORKERS | API_FUNCTIONS | RECONCILER | UNATTENDED
 # Deploy-time plumbing, not part of Stepline's runtime: no shared layer, no Stepline environment.
 DEPLOY_FUNCTIONS = {"UiDeployFunction": ("shared/stepline/stack/functions/ui_deploy/", 300, 256)}
 
@@ -220,14 +233,15 @@ def test_function_environment(translated: Template) -> None:
         "LOG_LEVEL": {"Ref": "LogLevel"},
     }
     services = set()
-    read = {field.alias for field in Settings.model_fields.values()}
+    read = {field.alias for field in (Settings.model_fields | UnattendedSettings.model_fields).values()}
     for name in FUNCTIONS:
         variables = translated["Resources"][name]["Properties"]["Environment"]["Variables"]
         assert common.items() <= variables.items(), name
         assert {v for v in variables if v.startswith("STEPLINE_")} <= read, name  # no dead configuration
         assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "Stepline"
         services.add(variables["POWERTOOLS_SERVICE_NAME"])
-        assert ("STEPLINE_STATE_MACHINE_ARN" in variables) == (name in API_FUNCTIONS | RECONCILER), name
+        starters = API_FUNCTIONS | RECONCILER | {"ScheduleDispatchFunction": ()}  # the dispatcher starts runs
+        assert ("STEPLINE_STATE_MACHINE_ARN" in variables) == (name in starters), name
         # Provider keys travel as SSM parameter *names*, and only to the function that calls the model.
         has_keys = {"STEPLINE_OPENAI_KEY_PARAMETER", "STEPLINE_ANTHROPIC_KEY_PARAMETER"} <= variables.keys()
         assert has_keys == (name == "ModelStepFunction"), name
@@ -269,7 +283,8 @@ def test_stream_function_has_no_non_http_triggers(source: Template, translated: 
     # LWA's invoke mode applies to every response of the function (aws/aws-lambda-web-adapter#536).
     events = source["Resources"]["StreamFunction"]["Properties"]["Events"]
     assert {event["Type"] for event in events.values()} == {"Api"}
-    assert not _resources(translated, "AWS::Lambda::EventSourceMapping")
+    mappings = _resources(translated, "AWS::Lambda::EventSourceMapping").values()
+    assert not [m for m in mappings if m["Properties"]["FunctionName"] == {"Ref": "StreamFunction"}]
     permissions = [
         p["Properties"]
         for p in _resources(translated, "AWS::Lambda::Permission").values()
@@ -284,7 +299,7 @@ def test_stream_function_has_no_non_http_triggers(source: Template, translated: 
 
 
 # The one route without a user token: a signed approval link's token is its permission.
-UNAUTHENTICATED = {("/api/approval-links/{approval_id}", "post")}
+UNAUTHENTICATED = {("/api/approval-links/{approval_id}", "post"), ("/api/hooks/{agent}/{hook}", "post")}
 
 
 def test_every_route_requires_the_cognito_authorizer_but_the_cors_preflights(translated: Template) -> None:
@@ -323,7 +338,10 @@ def _managed_policy_name(arn: Any) -> str:
 
 def test_iam_statements_name_specific_resources(source: Template, translated: Template) -> None:
     roles = _resources(translated, "AWS::IAM::Role")
-    assert set(roles) == {f"{name}Role" for name in FUNCTIONS | DEPLOY_FUNCTIONS} | {"AgentRunStateMachineRole"}
+    assert set(roles) == {f"{name}Role" for name in FUNCTIONS | DEPLOY_FUNCTIONS} | {
+        "AgentRunStateMachineRole",
+        "ScheduleDispatchRole",
+    }
     known = set(source["Resources"]) | set(source["Parameters"])
     for role_name, role in roles.items():
         properties = role["Properties"]

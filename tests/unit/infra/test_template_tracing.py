@@ -6,7 +6,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tests.unit.infra.test_template import DEPLOY_FUNCTIONS, FUNCTIONS, Template, _resources
+from tests.unit.infra.test_template import DEPLOY_FUNCTIONS, FUNCTIONS, UNATTENDED, Template, _resources
+
+TRACED = {name: spec for name, spec in FUNCTIONS.items() if name not in UNATTENDED}
+"""The functions that export spans of a run (the schedule dispatcher and the callback sender do not yet)."""
 
 ROOT = Path(__file__).resolve().parents[3]
 XRAY_POLICY = {
@@ -34,7 +37,7 @@ def test_every_runtime_function_gets_the_tracing_settings_and_nothing_of_lambda_
     translated: Template,
 ) -> None:
     functions = _resources(translated, "AWS::Lambda::Function")
-    for name in FUNCTIONS:
+    for name in TRACED:
         properties = functions[name]["Properties"]
         variables = properties["Environment"]["Variables"]
         assert variables["STEPLINE_TRACING"] == {"Ref": "Tracing"}
@@ -49,7 +52,7 @@ def test_every_runtime_function_gets_the_tracing_settings_and_nothing_of_lambda_
 
 def test_the_xray_write_policy_only_when_traces_go_to_xray(translated: Template) -> None:
     roles = _resources(translated, "AWS::IAM::Role")
-    for name in FUNCTIONS:
+    for name in TRACED:
         managed: list[Any] = roles[f"{name}Role"]["Properties"].get("ManagedPolicyArns", [])
         assert XRAY_POLICY in managed, name
         assert not [a for a in managed if isinstance(a, str) and "AWSXray" in a], name  # never unconditional
