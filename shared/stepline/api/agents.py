@@ -12,12 +12,13 @@ from typing import Literal
 
 from fastapi import APIRouter
 
+from .bodies import CheckedRoute
 from .deps import ServicesDep, User
 from .schemas import _Body  # pyright: ignore[reportPrivateUsage]
 
 __all__ = ["AgentList", "AgentView", "router"]
 
-router = APIRouter()
+router = APIRouter(route_class=CheckedRoute)
 
 
 class AgentToolView(_Body):

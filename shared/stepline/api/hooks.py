@@ -22,13 +22,14 @@ from ..protocol._json import loads_strict
 from ..runtime.headless import HeadlessStart, Started, start_headless
 from ..runtime.hook_signatures import BadSignature, verify
 from ..runtime.services import Services
+from .bodies import CheckedRoute
 from .deps import ApiOptions
 from .errors import ApiError
 from .schemas import Id
 
 __all__ = ["router"]
 
-router = APIRouter()
+router = APIRouter(route_class=CheckedRoute)
 
 
 @router.post("/api/hooks/{agent}/{hook}", tags=["hooks"], status_code=202)

@@ -20,6 +20,7 @@ from typing import Annotated, Any, TextIO, cast
 from fastapi import APIRouter, Query
 from pydantic import JsonValue
 
+from ..api.bodies import CheckedRoute
 from ..api.deps import User
 from ..api.schemas import _Body  # pyright: ignore[reportPrivateUsage]
 from ..protocol._json import dumps
@@ -92,7 +93,7 @@ def event_line(event: RunEvent, base_url: str) -> str:
 
 def dev_events_router(notifier: DevNotifier) -> APIRouter:
     """`GET /api/dev/events`: the caller's lifecycle events after `after` (a `seq`), oldest first."""
-    router = APIRouter()
+    router = APIRouter(route_class=CheckedRoute)
 
     @router.get("/api/dev/events", tags=["dev"])
     def dev_events(user_id: User, after: Annotated[int, Query(ge=0)] = 0) -> DevEventList:  # pyright: ignore[reportUnusedFunction]

@@ -23,6 +23,7 @@ from typing import cast
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
+from ..api.bodies import CheckedRoute
 from ..api.deps import ServicesDep, User
 from ..api.errors import ApiError
 from ..api.schemas import Id, _Body  # pyright: ignore[reportPrivateUsage]
@@ -115,7 +116,7 @@ class FireBody(_Body):
 
 def schedules_router() -> APIRouter:
     """The dev-only route that fires one occurrence of a schedule."""
-    router = APIRouter()
+    router = APIRouter(route_class=CheckedRoute)
 
     @router.post("/api/dev/schedules/{agent}/{schedule}/runs", tags=["dev"], status_code=202)
     def fire(agent: Id, schedule: Id, body: FireBody, user_id: User, services: ServicesDep) -> JSONResponse:  # pyright: ignore[reportUnusedFunction]
