@@ -19,6 +19,9 @@ Prompts and what they play:
 - "make files": generated file parts (an image, Markdown, a PDF), then an answer;
 - "custom event": a `custom` part, then an answer;
 - "two approvals": two write_file calls in one step (both need approval), then an answer;
+- "missing file": read_file of a file that is not there (the tool fails), then an answer;
+- "interrupted listing": list_files as `call-interrupted` (a test makes an earlier attempt of it
+  look started, so it is reported interrupted), then an answer;
 - anything else: reasoning and a short Markdown answer.
 """
 
@@ -254,6 +257,22 @@ BOOK_SCRIPTS: dict[str, Any] = {
                     finish="tool-calls",
                 ),
                 step(text(["Both decided."])),
+            ],
+        },
+        {
+            "name": "missing-file",
+            "match": ["missing file"],
+            "steps": [
+                step(tool("call-missing", "read_file", {"path": "nothing/here.md"}), finish="tool-calls"),
+                step(text(["There is no such file."])),
+            ],
+        },
+        {
+            "name": "interrupted",
+            "match": ["interrupted listing"],
+            "steps": [
+                step(tool("call-interrupted", "list_files", {}), finish="tool-calls"),
+                step(text(["The listing was interrupted."])),
             ],
         },
         {"name": "flood", "match": ["flood"], "steps": [step(text(flood_deltas()))]},

@@ -1,0 +1,99 @@
+"""What a person reads without opening everything: a failed or interrupted tool marked in the
+collapsed trace."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from stepline.api.identity import DEFAULT_LOCAL_USER
+from stepline.store.ports import ClaimResult
+from tests.browser.conftest import Ui
+from tests.browser.test_chat_ui import (
+    answer_text,
+    assert_clean_console,
+    assert_settled,
+    last_assistant,
+    open_trace,
+    trace,
+)
+
+INTERRUPTED_CALL = "call-interrupted"
+
+
+@pytest.fixture
+def crashed_attempt(ui: Ui) -> Iterator[None]:
+    """Make the `call-interrupted` tool call look started by an earlier attempt of its step that died
+    (what a crashed Lambda leaves): before the worker's claim, a claim and a start with another token,
+    through the real store. The worker's guard then finds it started and does not run it again."""
+    store: Any = ui.stack.server.server.backend.services.store
+    claim: Callable[..., ClaimResult] = store.claim_tool_call
+
+    def after_a_crash(user_id: str, run_id: str, tool_call_id: str, **kwargs: Any) -> ClaimResult:
+        if tool_call_id == INTERRUPTED_CALL:
+            crashed = claim(user_id, run_id, tool_call_id, **{**kwargs, "claim_token": "the-attempt-that-died"})
+            if crashed.kind == "claimed":
+                now = int(time.time() * 1000)
+                store.start_tool_call(user_id, run_id, tool_call_id, claim_token="the-attempt-that-died", now=now)
+        return claim(user_id, run_id, tool_call_id, **kwargs)
+
+    store.claim_tool_call = after_a_crash
+    try:
+        yield
+    finally:
+        del store.claim_tool_call  # the instance attribute goes; the store's own method is back
+
+
+def test_a_run_without_a_failure_has_the_plain_mark(ui: Ui) -> None:
+    ui.open()
+    ui.send("list files slowly")
+    assert_settled(ui)
+    expect(trace(ui)).to_have_attribute("data-trace-mark", "complete")
+    expect(trace(ui).get_by_test_id("trace-failed")).to_have_count(0)
+    assert_clean_console(ui)
+
+
+def test_a_failed_tool_is_marked_in_the_collapsed_trace(ui: Ui) -> None:
+    ui.open()
+    ui.send("read a missing file")
+    assert_settled(ui)
+    assert "There is no such file." in answer_text(ui)
+    # Collapsed: the failure shows without opening the trace, not a clean success's green check.
+    expect(trace(ui)).to_have_attribute("data-open", "false")
+    expect(trace(ui)).to_have_attribute("data-trace-mark", "failed")
+    expect(trace(ui).get_by_test_id("trace-failed")).to_have_text("1 failed")
+    open_trace(ui)
+    tool = last_assistant(ui).get_by_test_id("tool-block")
+    expect(tool).to_have_attribute("data-tool-state", "output-error")
+    expect(tool.get_by_test_id("tool-status")).to_have_text("failed")
+    expect(tool.get_by_test_id("tool-error")).to_contain_text("no file nothing/here.md")
+    assert_clean_console(ui)
+
+
+@pytest.mark.usefixtures("crashed_attempt")
+def test_an_interrupted_tool_is_marked_failed_not_done(ui: Ui) -> None:
+    ui.open()
+    ui.send("an interrupted listing please")
+    assert_settled(ui)
+    expect(trace(ui)).to_have_attribute("data-trace-mark", "failed")
+    expect(trace(ui).get_by_test_id("trace-failed")).to_have_text("1 failed")
+    open_trace(ui)
+    tool = last_assistant(ui).get_by_test_id("tool-block")
+    expect(tool).to_have_attribute("data-tool-state", "output-error")
+    expect(tool.get_by_test_id("tool-status")).to_have_text("failed")
+    expect(tool.get_by_test_id("tool-error")).to_contain_text("ToolInterruptedError")
+    expect(tool.get_by_test_id("tool-error")).to_contain_text("it is not run again")
+    # The server's records agree: the tool did not run again, it ended in the interruption.
+    stored = ui.stored()["messages"][-1]
+    part = next(p for p in stored["parts"] if p.get("toolCallId") == INTERRUPTED_CALL)
+    assert part["state"] == "output-error" and "ToolInterruptedError" in part["errorText"]
+    store: Any = ui.stack.server.server.backend.services.store
+    calls = store.list_tool_calls(DEFAULT_LOCAL_USER, stored["runId"])
+    [call] = [c for c in calls if c.tool_call_id == INTERRUPTED_CALL]
+    assert call.status == "error" and call.output is None
+    assert "ToolInterruptedError" in str(call.error)
+    assert_clean_console(ui)
