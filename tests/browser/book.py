@@ -22,6 +22,7 @@ Prompts and what they play:
 - "missing file": read_file of a file that is not there (the tool fails), then an answer;
 - "interrupted listing": list_files as `call-interrupted` (a test makes an earlier attempt of it
   look started, so it is reported interrupted), then an answer;
+- "long arguments": write_file (needs approval) with LONG_ARGUMENTS (long text, a long word, nested values);
 - anything else: reasoning and a short Markdown answer.
 """
 
@@ -134,6 +135,18 @@ def flood_deltas() -> list[str]:
 def slow_deltas() -> list[str]:
     return [f"tick{i} " for i in range(SLOW_DELTAS)]
 
+
+LONG_WORD = "x" * 300
+LONG_ARGUMENTS: dict[str, Any] = {
+    "path": "notes/long.md",
+    "content": "".join(f"Line {i} of a note long enough that a cut would hide its end.\n" for i in range(30))
+    + "THE LAST LINE",
+    "word": LONG_WORD,
+    "options": {"mode": "create", "tags": ["draft", "review"], "owner": {"name": "Ada", "team": "docs"}},
+    "overwrite": False,
+    "count": 3,
+}
+"""write_file's arguments in "long arguments" (the tool takes path and content; the others are extra)."""
 
 BOOK_SCRIPTS: dict[str, Any] = {
     "scripts": [
@@ -273,6 +286,14 @@ BOOK_SCRIPTS: dict[str, Any] = {
             "steps": [
                 step(tool("call-interrupted", "list_files", {}), finish="tool-calls"),
                 step(text(["The listing was interrupted."])),
+            ],
+        },
+        {
+            "name": "long-arguments",
+            "match": ["long arguments"],
+            "steps": [
+                step(tool("call-long", "write_file", LONG_ARGUMENTS), finish="tool-calls"),
+                step(text(["Written."])),
             ],
         },
         {"name": "flood", "match": ["flood"], "steps": [step(text(flood_deltas()))]},

@@ -1,5 +1,5 @@
 """What a person reads without opening everything: a failed or interrupted tool marked in the
-collapsed trace."""
+collapsed trace, and an approval card with the tool's whole arguments."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from stepline.api.identity import DEFAULT_LOCAL_USER
 from stepline.store.ports import ClaimResult
+from tests.browser.book import LONG_ARGUMENTS, LONG_WORD
 from tests.browser.conftest import Ui
 from tests.browser.test_chat_ui import (
     answer_text,
@@ -96,4 +97,37 @@ def test_an_interrupted_tool_is_marked_failed_not_done(ui: Ui) -> None:
     [call] = [c for c in calls if c.tool_call_id == INTERRUPTED_CALL]
     assert call.status == "error" and call.output is None
     assert "ToolInterruptedError" in str(call.error)
+    assert_clean_console(ui)
+
+
+def test_the_approval_card_shows_every_argument_in_full(ui: Ui) -> None:
+    ui.open()
+    ui.send("long arguments please")
+    card = last_assistant(ui).get_by_test_id("approval-card")
+    expect(card).to_have_attribute("data-approval-state", "requested")
+    args = card.get_by_test_id("approval-args")
+    top = args.locator(":scope > dl > [data-testid=approval-arg]")
+    expect(top).to_have_count(len(LONG_ARGUMENTS))
+    assert [top.nth(i).get_attribute("data-arg-key") for i in range(top.count())] == list(LONG_ARGUMENTS)
+    # Whole values, nothing cut: the long text to its last line, with its line breaks.
+    content = args.locator("[data-arg-key=content] > dd")
+    assert content.inner_text() == LONG_ARGUMENTS["content"]
+    assert args.locator("[data-arg-key=word] > dd").inner_text() == LONG_WORD
+    assert "…" not in args.inner_text()
+    # Nested values read as key/value pairs and lists, not as a JSON string.
+    options = args.locator("[data-arg-key=options] > dd")
+    expect(options.locator("[data-arg-key=mode] > dd")).to_have_text("create")
+    expect(options.locator("[data-arg-key=tags] li")).to_have_text(["draft", "review"])
+    expect(options.locator("[data-arg-key=owner] [data-arg-key=name] > dd")).to_have_text("Ada")
+    expect(args.locator("[data-arg-key=overwrite] > dd")).to_have_text("false")
+    expect(args.locator("[data-arg-key=count] > dd")).to_have_text("3")
+    # Readable: every value wraps inside the card; nothing runs off to the side.
+    card_width = card.evaluate("e => e.getBoundingClientRect().width")
+    widest = args.evaluate("e => Math.max(...[...e.querySelectorAll('dd')].map(d => d.scrollWidth))")
+    assert widest <= card_width, (widest, card_width)
+    assert args.evaluate("e => e.scrollWidth <= e.clientWidth")
+    args.locator("[data-arg-key=count]").scroll_into_view_if_needed()  # the picture: the nested values
+    ui.screenshot("approval-arguments")
+    card.get_by_role("button", name="Approve").click()
+    assert_settled(ui)
     assert_clean_console(ui)
