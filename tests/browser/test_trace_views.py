@@ -1,5 +1,6 @@
 """What a person reads without opening everything: a failed or interrupted tool marked in the
-collapsed trace, and an approval card with the tool's whole arguments."""
+collapsed trace, an approval card with the tool's whole arguments, and an artifact's "step" link
+that opens the step even when the trace is collapsed."""
 
 from __future__ import annotations
 
@@ -130,4 +131,27 @@ def test_the_approval_card_shows_every_argument_in_full(ui: Ui) -> None:
     ui.screenshot("approval-arguments")
     card.get_by_role("button", name="Approve").click()
     assert_settled(ui)
+    assert_clean_console(ui)
+
+
+def test_the_artifact_step_link_opens_the_step_in_a_collapsed_trace(ui: Ui) -> None:
+    ui.open()
+    ui.send("save an artifact")
+    last_assistant(ui).get_by_test_id("approval-card").get_by_role("button", name="Approve").click()
+    assert_settled(ui)
+    expect(trace(ui)).to_have_attribute("data-open", "false")
+    expect(last_assistant(ui).get_by_test_id("tool-block")).to_have_count(0)  # collapsed: no blocks in the page
+    step = last_assistant(ui).get_by_test_id("artifact-step")
+    step.click()
+    expect(trace(ui)).to_have_attribute("data-open", "true")
+    saved = last_assistant(ui).locator("#tool-call-save")
+    expect(saved).to_be_in_viewport()
+    expect(saved.locator("details")).to_have_attribute("open", "")
+    expect(step).to_have_attribute("data-shown", "true")
+    # The person can close it again, and the link opens it again.
+    trace(ui).get_by_role("button").first.click()
+    expect(trace(ui)).to_have_attribute("data-open", "false")
+    step.click()
+    expect(trace(ui)).to_have_attribute("data-open", "true")
+    expect(last_assistant(ui).locator("#tool-call-save")).to_be_in_viewport()
     assert_clean_console(ui)

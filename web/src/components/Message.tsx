@@ -117,6 +117,8 @@ export function ExecutionTrace({
   endedAt,
   stepCount,
   decisions,
+  userOpen,
+  setUserOpen,
   children,
 }: {
   facts: TraceFacts;
@@ -124,10 +126,12 @@ export function ExecutionTrace({
   endedAt?: number;
   stepCount: number;
   decisions?: Decisions;
+  /** What the person chose (null: not chosen); the message's artifact links open it too. */
+  userOpen: boolean | null;
+  setUserOpen: (open: boolean) => void;
   children: ReactNode;
 }) {
   const active = facts.state === 'running' || facts.state === 'waiting';
-  const [userOpen, setUserOpen] = useState<boolean | null>(null);
   const open = active || (userOpen ?? facts.state === 'error'); // derived one way, never written back
   const elapsed = useElapsed(startedAt, endedAt, active);
   const label = headerLabel(facts, elapsed === undefined ? undefined : formatDuration(elapsed));
@@ -168,6 +172,28 @@ function traceMark(state: TraceState, failed: boolean): { icon: string; tone: st
   return { icon, tone: state };
 }
 
+/**
+ * The step an artifact link asked for: once it is in the page (the trace opened on the same click),
+ * it is scrolled to, its details opened and marked for a moment. Returns the step shown last.
+ */
+function useStepFocus(): [string | undefined, (toolCallId: string) => void] {
+  const [request, setRequest] = useState<{ toolCallId: string; serial: number }>();
+  const [shown, setShown] = useState<string>();
+  useEffect(() => {
+    if (!request) return;
+    const element = document.getElementById(`tool-${request.toolCallId}`);
+    if (!element) return;
+    const details = element.querySelector('details');
+    if (details) details.open = true;
+    element.scrollIntoView({ block: 'center' });
+    element.classList.add('focused');
+    setShown(request.toolCallId);
+    const timer = window.setTimeout(() => element.classList.remove('focused'), 1500);
+    return () => window.clearTimeout(timer);
+  }, [request]);
+  return [shown, toolCallId => setRequest(previous => ({ toolCallId, serial: (previous?.serial ?? 0) + 1 }))];
+}
+
 export interface MessageProps {
   message: UIMessage;
   session: ChatSession;
@@ -204,6 +230,8 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
   );
   const tools = layout.trace.map(t => toolCallOf(t.part)).filter((t): t is ToolCall => t !== null);
   const steps = tools.length;
+  const [traceOpen, setTraceOpen] = useState<boolean | null>(null);
+  const [shownStep, showStep] = useStepFocus();
   return (
     <article
       className="message assistant"
@@ -213,7 +241,15 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
       data-state={facts.state}
     >
       {showTrace && (
-        <ExecutionTrace facts={facts} startedAt={metadata.startedAt} endedAt={endedAt} stepCount={steps} decisions={decisionsOf(tools, id => ['expired', 'conflict', 'not-found'].includes(session.overlays.get(id)?.phase ?? ''))}>
+        <ExecutionTrace
+          facts={facts}
+          startedAt={metadata.startedAt}
+          endedAt={endedAt}
+          stepCount={steps}
+          decisions={decisionsOf(tools, id => ['expired', 'conflict', 'not-found'].includes(session.overlays.get(id)?.phase ?? ''))}
+          userOpen={traceOpen}
+          setUserOpen={setTraceOpen}
+        >
           {renderTraceParts(layout.trace, ctx, wrap)}
           {layout.trace.length === 0 && (
             <p className="muted">
@@ -250,7 +286,12 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
                 <button
                   type="button"
                   className="link artifact-source"
-                  onClick={() => document.getElementById(`tool-${a.toolCallId}`)?.scrollIntoView({ block: 'center' })}
+                  data-testid="artifact-step"
+                  data-shown={String(shownStep === a.toolCallId)}
+                  onClick={() => {
+                    setTraceOpen(true); // a collapsed trace has no blocks in the page: open it first
+                    showStep(a.toolCallId!);
+                  }}
                 >
                   step
                 </button>
