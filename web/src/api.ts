@@ -127,6 +127,28 @@ export async function decideApproval(approvalId: string, approved: boolean, reas
   return { kind: 'retryable', message: `${response.status}: ${message}` };
 }
 
+/**
+ * The pauses before asking again while the webhook answers 404 for an approval the page saw in a
+ * stream that was still open: a step streams its approval requests before it records them (when it
+ * ends), so a person quick to decide can ask before the server knows the approval. About 10 s in all.
+ */
+const UNRECORDED_RETRY_MS = [250, 500, 750, 1000, 1500, 2000, 2000, 2000];
+
+/**
+ * The webhook for a decision made while the stream that carried the request may still be open: a
+ * 404 is asked again for a while. Deciding is compare-and-set on the server, so asking again never
+ * decides twice; an approval that stays unknown reads not-found at the end, as before.
+ */
+export async function decideStreamedApproval(approvalId: string, approved: boolean, reason?: string): Promise<DecisionOutcome> {
+  let outcome = await decideApproval(approvalId, approved, reason);
+  for (const pause of UNRECORDED_RETRY_MS) {
+    if (outcome.kind !== 'not-found') break;
+    await new Promise(resolve => window.setTimeout(resolve, pause));
+    outcome = await decideApproval(approvalId, approved, reason);
+  }
+  return outcome;
+}
+
 export async function abortRun(runId: string): Promise<void> {
   const response = await apiFetch(apiUrl(`/api/runs/${encodeURIComponent(runId)}/abort`), { method: 'POST' });
   if (!response.ok) throw new HttpError(response.status, errorMessage(await response.text()));

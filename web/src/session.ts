@@ -16,7 +16,7 @@ import {
   lastAssistantMessageIsCompleteWithToolCalls,
   type UIMessage,
 } from 'ai';
-import { decideApproval, errorMessage, getConversation, toUIMessages } from './api';
+import { decideStreamedApproval, errorMessage, getConversation, toUIMessages } from './api';
 import { apiFetch, apiUrl, authHeaders } from './http';
 import { logUiError, type UiErrorContext } from './telemetry';
 
@@ -161,7 +161,8 @@ export class ChatSession {
       await this.chat.addToolApprovalResponse({ id: approvalId, approved, ...(reason ? { reason } : {}) });
       return;
     }
-    const outcome = await decideApproval(approvalId, approved, reason);
+    // The stream open now may be the one whose step has not recorded the approval yet: a 404 is asked again.
+    const outcome = await decideStreamedApproval(approvalId, approved, reason);
     if (outcome.kind === 'accepted') {
       this.setOverlay(approvalId, { phase: 'accepted', approved, reason, via: 'webhook' });
       // The server has the decision: so must the SDK's message. `sendAutomaticallyWhen` counts only
