@@ -127,26 +127,25 @@ export async function decideApproval(approvalId: string, approved: boolean, reas
   return { kind: 'retryable', message: `${response.status}: ${message}` };
 }
 
-/**
- * The pauses before asking again while the webhook answers 404 for an approval the page saw in a
- * stream that was still open: a step streams its approval requests before it records them (when it
- * ends), so a person quick to decide can ask before the server knows the approval. About 10 s in all.
- */
-const UNRECORDED_RETRY_MS = [250, 500, 750, 1000, 1500, 2000, 2000, 2000];
+/** How often, and how long in all, a decision waits for the server to have recorded the approval. */
+const RECORDED_POLL_MS = 250;
+const RECORDED_WAIT_MS = 10_000;
 
 /**
- * The webhook for a decision made while the stream that carried the request may still be open: a
- * 404 is asked again for a while. Deciding is compare-and-set on the server, so asking again never
- * decides twice; an approval that stays unknown reads not-found at the end, as before.
+ * Resolves once the server has recorded the run's approvals: `waitingRuns` holds the runs this page
+ * has seen waiting for an approval (from any read of the conversation); else the conversation is
+ * read until its run `runId` waits, for up to RECORDED_WAIT_MS. A step streams its approval
+ * requests before it records them (when the step ends, with the run's `waiting_approval`, in one
+ * write), so a decision made at once on a stream still open could reach the server before the
+ * approval exists (a 404 for a live approval).
  */
-export async function decideStreamedApproval(approvalId: string, approved: boolean, reason?: string): Promise<DecisionOutcome> {
-  let outcome = await decideApproval(approvalId, approved, reason);
-  for (const pause of UNRECORDED_RETRY_MS) {
-    if (outcome.kind !== 'not-found') break;
-    await new Promise(resolve => window.setTimeout(resolve, pause));
-    outcome = await decideApproval(approvalId, approved, reason);
+export async function approvalsRecorded(conversationId: string, runId: string | undefined, waitingRuns: Set<string>): Promise<void> {
+  const deadline = Date.now() + RECORDED_WAIT_MS;
+  while (runId !== undefined && !waitingRuns.has(runId) && Date.now() < deadline) {
+    const detail = await getConversation(conversationId).catch(() => null);
+    if (detail?.status === 'waiting_approval' && detail.activeRunId) waitingRuns.add(detail.activeRunId);
+    if (!waitingRuns.has(runId)) await new Promise(resolve => window.setTimeout(resolve, RECORDED_POLL_MS));
   }
-  return outcome;
 }
 
 export async function abortRun(runId: string): Promise<void> {
