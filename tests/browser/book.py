@@ -5,6 +5,8 @@ Prompts and what they play:
 - "fail": a few visible tokens, then a 400 from the model (visible output: not retried): a failed run;
 - "stumble": STUMBLE_DELTAS text deltas SLOW_DELAY_MS apart, then the same 400: a run that fails late;
 - "slowly": reasoning and list_files, then SLOW_DELTAS text deltas SLOW_DELAY_MS apart;
+- "keep talking": the same, with ENDLESS_DELTAS text deltas (minutes): a run that is still
+  streaming whenever a test looks, however loaded the machine; the test stops it;
 - "artifact": write_file (needs approval), save_artifact, then a short answer;
 - "write": write_file (needs approval), then a short answer;
 - "ask": ask_user_question (a client-side tool), then a short answer;
@@ -33,6 +35,7 @@ from typing import Any
 
 FLOOD_DELTAS = 3000
 SLOW_DELTAS = 40
+ENDLESS_DELTAS = 3000
 SLOW_DELAY_MS = 70
 STUMBLE_DELTAS = 25
 REFUSAL = {"kind": "bad_request", "status": 400, "message": "the model refused the request (scripted)"}
@@ -130,6 +133,10 @@ def flood_text() -> str:
 
 def flood_deltas() -> list[str]:
     return [f"w{i} " for i in range(FLOOD_DELTAS)]
+
+
+def endless_deltas() -> list[str]:
+    return [f"talk{i} " for i in range(ENDLESS_DELTAS)]
 
 
 def slow_deltas() -> list[str]:
@@ -311,6 +318,18 @@ BOOK_SCRIPTS: dict[str, Any] = {
                     "raise": REFUSAL,
                     "after": 2 + STUMBLE_DELTAS,
                 }
+            ],
+        },
+        {
+            "name": "endless",
+            "match": ["keep talking"],
+            "steps": [
+                step(
+                    reasoning(["Looking at the workspace ", "first."]) + tool("call-list", "list_files", {}),
+                    delay_ms=40,
+                    finish="tool-calls",
+                ),
+                step(text(endless_deltas()), delay_ms=SLOW_DELAY_MS),
             ],
         },
         {
