@@ -5,6 +5,8 @@ Prompts and what they play:
 - "fail": a few visible tokens, then a 400 from the model (visible output: not retried): a failed run;
 - "stumble": STUMBLE_DELTAS text deltas SLOW_DELAY_MS apart, then the same 400: a run that fails late;
 - "slowly": reasoning and list_files, then SLOW_DELTAS text deltas SLOW_DELAY_MS apart;
+- "keep talking": the same, with ENDLESS_DELTAS text deltas (minutes): a run that is still
+  streaming whenever a test looks, however loaded the machine; the test stops it;
 - "artifact": write_file (needs approval), save_artifact, then a short answer;
 - "write": write_file (needs approval), then a short answer;
 - "ask": ask_user_question (a client-side tool), then a short answer;
@@ -19,6 +21,10 @@ Prompts and what they play:
 - "make files": generated file parts (an image, Markdown, a PDF), then an answer;
 - "custom event": a `custom` part, then an answer;
 - "two approvals": two write_file calls in one step (both need approval), then an answer;
+- "missing file": read_file of a file that is not there (the tool fails), then an answer;
+- "interrupted listing": list_files as `call-interrupted` (a test makes an earlier attempt of it
+  look started, so it is reported interrupted), then an answer;
+- "long arguments": write_file (needs approval) with LONG_ARGUMENTS (long text, a long word, nested values);
 - anything else: reasoning and a short Markdown answer.
 """
 
@@ -29,6 +35,7 @@ from typing import Any
 
 FLOOD_DELTAS = 3000
 SLOW_DELTAS = 40
+ENDLESS_DELTAS = 3000
 SLOW_DELAY_MS = 70
 STUMBLE_DELTAS = 25
 REFUSAL = {"kind": "bad_request", "status": 400, "message": "the model refused the request (scripted)"}
@@ -128,9 +135,25 @@ def flood_deltas() -> list[str]:
     return [f"w{i} " for i in range(FLOOD_DELTAS)]
 
 
+def endless_deltas() -> list[str]:
+    return [f"talk{i} " for i in range(ENDLESS_DELTAS)]
+
+
 def slow_deltas() -> list[str]:
     return [f"tick{i} " for i in range(SLOW_DELTAS)]
 
+
+LONG_WORD = "x" * 300
+LONG_ARGUMENTS: dict[str, Any] = {
+    "path": "notes/long.md",
+    "content": "".join(f"Line {i} of a note long enough that a cut would hide its end.\n" for i in range(30))
+    + "THE LAST LINE",
+    "word": LONG_WORD,
+    "options": {"mode": "create", "tags": ["draft", "review"], "owner": {"name": "Ada", "team": "docs"}},
+    "overwrite": False,
+    "count": 3,
+}
+"""write_file's arguments in "long arguments" (the tool takes path and content; the others are extra)."""
 
 BOOK_SCRIPTS: dict[str, Any] = {
     "scripts": [
@@ -256,6 +279,30 @@ BOOK_SCRIPTS: dict[str, Any] = {
                 step(text(["Both decided."])),
             ],
         },
+        {
+            "name": "missing-file",
+            "match": ["missing file"],
+            "steps": [
+                step(tool("call-missing", "read_file", {"path": "nothing/here.md"}), finish="tool-calls"),
+                step(text(["There is no such file."])),
+            ],
+        },
+        {
+            "name": "interrupted",
+            "match": ["interrupted listing"],
+            "steps": [
+                step(tool("call-interrupted", "list_files", {}), finish="tool-calls"),
+                step(text(["The listing was interrupted."])),
+            ],
+        },
+        {
+            "name": "long-arguments",
+            "match": ["long arguments"],
+            "steps": [
+                step(tool("call-long", "write_file", LONG_ARGUMENTS), finish="tool-calls"),
+                step(text(["Written."])),
+            ],
+        },
         {"name": "flood", "match": ["flood"], "steps": [step(text(flood_deltas()))]},
         {
             "name": "fail",
@@ -271,6 +318,18 @@ BOOK_SCRIPTS: dict[str, Any] = {
                     "raise": REFUSAL,
                     "after": 2 + STUMBLE_DELTAS,
                 }
+            ],
+        },
+        {
+            "name": "endless",
+            "match": ["keep talking"],
+            "steps": [
+                step(
+                    reasoning(["Looking at the workspace ", "first."]) + tool("call-list", "list_files", {}),
+                    delay_ms=40,
+                    finish="tool-calls",
+                ),
+                step(text(endless_deltas()), delay_ms=SLOW_DELAY_MS),
             ],
         },
         {

@@ -26,6 +26,7 @@ from tests.support.server import Running, config, running, write_book
 REPO = Path(__file__).resolve().parents[2]
 DIST = REPO / "web" / "dist"
 SCREENSHOTS = REPO / "docs" / "screenshots"
+SCREENSHOTS_ENV = "STEPLINE_SCREENSHOTS"
 VIEWPORT = {"width": 1000, "height": 700}
 
 expect.set_options(timeout=10_000)  # a loaded 2-core machine: the UI follows a poll of 1.5 s
@@ -58,6 +59,17 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
     browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox", "--disable-dev-shm-usage"])
     yield browser
     browser.close()
+
+
+def screenshot(page: Page, name: str) -> Path | None:
+    """Write docs/screenshots/NAME.png, only when STEPLINE_SCREENSHOTS=1: the files are tracked, and a
+    run that rewrote them would leave every checkout with changes. Returns the path written."""
+    if os.environ.get(SCREENSHOTS_ENV) != "1":
+        return None
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path
 
 
 @dataclass
@@ -128,8 +140,7 @@ class Ui:
             return http.get(f"/api/conversations/{chat_id or self.chat_id}").json()
 
     def screenshot(self, name: str) -> None:
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        self.page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
+        screenshot(self.page, name)
 
 
 def make_ui(browser: Browser, stack: Stack, viewport: dict[str, int] | None = None) -> Iterator[Ui]:

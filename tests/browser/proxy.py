@@ -3,11 +3,12 @@
 It forwards every request unchanged (upstream over HTTP/1.0, so the body is not chunked) and can
 damage the next SSE response of a kind, the way a network does: cut it after N events (the
 browser sees a broken chunked body, a network error), deliver every event twice, hand the whole
-body over in one write (thousands of events in one network chunk), or hold its end (`[DONE]` and
-the close) until the test releases it, so the stream is still open while the page shows what came
-before; stall the next resume stream after its approval requests (the page follows the wait and
-hears nothing more until released); and answer the next resume requests with 502. Every request is
-recorded as (method, path, status).
+body over in one write (thousands of events in one network chunk), hold its end (`[DONE]` and the
+close) until the test releases it, so the stream is still open while the page shows what came
+before, or stall it right after a given event (the answer's first delta) until released; stall the
+next resume stream after its approval requests (the page follows the wait and hears nothing more
+until released); and answer the next resume requests with 502. Every request is recorded as
+(method, path, status).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import socket
 import threading
 from dataclasses import dataclass, field
+from typing import cast
 
 
 @dataclass
@@ -29,6 +31,10 @@ class Faults:
     """Answer this many `GET /api/chat/{id}/stream` with 502."""
     hold_next_chat_end: threading.Event | None = None
     """Hold the next `POST /api/chat` response's `[DONE]` and its close until this event is set."""
+    stall_next_chat_at: tuple[bytes, threading.Event] | None = None
+    """Relay the next `POST /api/chat` response up to and including its first event that contains
+    these bytes (b'"text-delta"': the answer has begun), then nothing more until the event is set: the
+    page shows that moment for as long as the test needs, however fast the server is."""
     stall_next_resume: threading.Event | None = None
     """Relay the next `GET /api/chat/{id}/stream` up to its first event with an approval request, then
     nothing more (what the server sends waits in the proxy) until this event is set."""
@@ -90,6 +96,9 @@ class FaultProxy:
                 if faults.hold_next_chat_end is not None:
                     plan["hold"] = faults.hold_next_chat_end
                     faults.hold_next_chat_end = None
+                if faults.stall_next_chat_at is not None:
+                    plan["stall_at"] = faults.stall_next_chat_at
+                    faults.stall_next_chat_at = None
             resume = method == "GET" and path.startswith("/api/chat/") and path.endswith("/stream")
             if resume and faults.fail_resumes:
                 faults.fail_resumes -= 1
@@ -164,6 +173,7 @@ class FaultProxy:
         coalesce = bool(plan.get("coalesce"))
         hold = plan.get("hold")
         stall = plan.get("stall")
+        stall_at = plan.get("stall_at")
         buffer = rest
         held: list[bytes] = []
         events = 0
@@ -184,6 +194,11 @@ class FaultProxy:
                 out.append(block)
                 if duplicate and b"\nid:" in b"\n" + event:
                     out.append(block)
+                if isinstance(stall_at, tuple) and cast(tuple[bytes, threading.Event], stall_at)[0] in event:
+                    send(b"".join(out))  # up to and including this event, then nothing until released
+                    out = []
+                    cast(tuple[bytes, threading.Event], stall_at)[1].wait(60)
+                    stall_at = None
                 if any(line.startswith(b"data:") for line in event.split(b"\n")):
                     events += 1
                     if drop is not None and events >= int(str(drop)):

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from playwright.sync_api import expect
 
 from stepline.api.identity import DEFAULT_LOCAL_USER
@@ -33,7 +35,47 @@ def run_log(ui: Ui, run_id: str) -> list[dict[str, Any]]:
     return [chunk for event in events for chunk in event.chunks]
 
 
+@pytest.fixture
+def slow_to_record(ui: Ui) -> Iterator[None]:
+    """The step records its approvals a while after it streamed their requests (a loaded machine
+    stretches that gap): a decision made at once reaches the server before the approval exists."""
+    store: Any = ui.stack.server.server.backend.services.store
+    record = store.request_approval
+
+    def later(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(2)
+        return record(*args, **kwargs)
+
+    store.request_approval = later
+    try:
+        yield
+    finally:
+        del store.request_approval  # the store's own method again
+
+
 def test_two_approvals_decided_while_the_stream_that_asked_is_still_open(ui: Ui) -> None:
+    decide_the_first_while_the_stream_is_open(ui)
+    decisions = [r for r in ui.stack.proxy.requests if r[0] == "POST" and r[1] != "/api/conversations"]
+    assert [(r[1].split("/")[2], r[2]) for r in decisions] == [("chat", 200), ("approvals", 200), ("chat", 200)]
+    assert_clean_console(ui)
+
+
+@pytest.mark.usefixtures("slow_to_record")
+def test_a_decision_that_reaches_the_server_before_the_approval_is_recorded_is_taken(ui: Ui) -> None:
+    # Regression (it failed once under load): the webhook answered 404 for an approval the step had
+    # streamed but not recorded yet, and the card read "no longer exists" for a live approval.
+    # Here the step takes 2 s to record them.
+    decide_the_first_while_the_stream_is_open(ui)
+    decisions = [r for r in ui.stack.proxy.requests if r[0] == "POST" and r[1] != "/api/conversations"]
+    assert [(r[1].split("/")[2], r[2]) for r in decisions] == [("chat", 200), ("approvals", 200), ("chat", 200)]
+    # The page waited for the server to have recorded the approval (the run waiting) before deciding.
+    webhook = next(i for i, r in enumerate(ui.stack.proxy.requests) if r[1].startswith("/api/approvals/"))
+    assert ("GET", f"/api/conversations/{ui.chat_id}", 200) in ui.stack.proxy.requests[:webhook]
+    assert_clean_console(ui)  # no 404 on the way
+
+
+def decide_the_first_while_the_stream_is_open(ui: Ui) -> None:
+    """Two approvals in one step: the first decided while the stream that asked is open, the second after it ended."""
     release = threading.Event()
     ui.stack.proxy.faults.hold_next_chat_end = release
     # The sidebar's polls are held: a stale one ("running") would make the page follow the run
@@ -47,7 +89,9 @@ def test_two_approvals_decided_while_the_stream_that_asked_is_still_open(ui: Ui)
     # The stream that asked is still open (its end is held): the first decision is made now.
     expect(ui.page.get_by_test_id("chat")).to_have_attribute("data-chat-status", "streaming")
     cards.nth(0).get_by_role("button", name="Approve").click()
-    expect(cards.nth(0)).not_to_have_attribute("data-approval-state", "requested")
+    # Taken by the server (the webhook answered 200), not merely sent: then the stream may end.
+    expect(cards.nth(0)).to_have_attribute("data-approval-state", "approved")
+    expect(trace(ui)).to_have_attribute("data-trace-state", "waiting")
     release.set()
     expect(ui.page.get_by_test_id("chat")).to_have_attribute("data-chat-status", "ready")
     expect(cards.nth(1)).to_have_attribute("data-approval-state", "requested")
@@ -74,10 +118,8 @@ def test_two_approvals_decided_while_the_stream_that_asked_is_still_open(ui: Ui)
     assert [c["toolCallId"] for c in chunks if c["type"] == "tool-output-denied"] == ["call-w2"]
     assert len([c for c in chunks if c["type"] == "finish"]) == 1
     assert answer_text(ui).count("Both decided.") == 1
-    # The first decision went to the webhook (a stream was open), the second with the continuation.
-    decisions = [r for r in ui.stack.proxy.requests if r[0] == "POST" and r[1] != "/api/conversations"]
-    assert [(r[1].split("/")[2], r[2]) for r in decisions] == [("chat", 200), ("approvals", 200), ("chat", 200)]
-    assert_clean_console(ui)
+    # The first decision went to the webhook (a stream was open), the second with the continuation:
+    # the callers check the requests.
 
 
 def test_two_approvals_both_decided_before_the_stream_that_asked_ends(ui: Ui) -> None:

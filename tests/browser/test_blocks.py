@@ -2,7 +2,7 @@
 (a scripted model emitting provider-executed `web_search` / `code_interpreter` parts), sources
 deduplicated by URL, file parts and their previews, the `custom` / `data-*` fallbacks, two
 approvals in one step (and how a collapsed trace tells approved from denied), the approval card's
-409, and the sidebar's delete. Screenshots go to docs/screenshots/."""
+409, and the sidebar's delete. Screenshots go to docs/screenshots/ (with STEPLINE_SCREENSHOTS=1)."""
 
 from __future__ import annotations
 

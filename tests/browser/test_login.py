@@ -22,7 +22,7 @@ import pytest
 from playwright.sync_api import Browser, Page, Request, Route, expect
 
 from tests.browser.book import BOOK_SCRIPTS
-from tests.browser.conftest import SCREENSHOTS, VIEWPORT, Console
+from tests.browser.conftest import VIEWPORT, Console, screenshot
 from tests.support.oidc import CLIENT_ID, oidc_provider
 from tests.support.server import Running, config, free_socket, running, write_book
 
@@ -189,8 +189,7 @@ def test_opening_the_ui_sends_the_browser_to_the_provider_and_back_signed_in(ui:
     authorize = ui.sign_ins()[0].url
     assert "code_challenge_method=S256" in authorize and "response_type=code" in authorize
     ui.page.get_by_test_id("sign-out").wait_for()
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    ui.page.screenshot(path=str(SCREENSHOTS / "signed-in.png"))
+    screenshot(ui.page, "signed-in")
     assert_clean_console(ui)
 
 

@@ -127,6 +127,27 @@ export async function decideApproval(approvalId: string, approved: boolean, reas
   return { kind: 'retryable', message: `${response.status}: ${message}` };
 }
 
+/** How often, and how long in all, a decision waits for the server to have recorded the approval. */
+const RECORDED_POLL_MS = 250;
+const RECORDED_WAIT_MS = 10_000;
+
+/**
+ * Resolves once the server has recorded the run's approvals: `waitingRuns` holds the runs this page
+ * has seen waiting for an approval (from any read of the conversation); else the conversation is
+ * read until its run `runId` waits, for up to RECORDED_WAIT_MS. A step streams its approval
+ * requests before it records them (when the step ends, with the run's `waiting_approval`, in one
+ * write), so a decision made at once on a stream still open could reach the server before the
+ * approval exists (a 404 for a live approval).
+ */
+export async function approvalsRecorded(conversationId: string, runId: string | undefined, waitingRuns: Set<string>): Promise<void> {
+  const deadline = Date.now() + RECORDED_WAIT_MS;
+  while (runId !== undefined && !waitingRuns.has(runId) && Date.now() < deadline) {
+    const detail = await getConversation(conversationId).catch(() => null);
+    if (detail?.status === 'waiting_approval' && detail.activeRunId) waitingRuns.add(detail.activeRunId);
+    if (!waitingRuns.has(runId)) await new Promise(resolve => window.setTimeout(resolve, RECORDED_POLL_MS));
+  }
+}
+
 export async function abortRun(runId: string): Promise<void> {
   const response = await apiFetch(apiUrl(`/api/runs/${encodeURIComponent(runId)}/abort`), { method: 'POST' });
   if (!response.ok) throw new HttpError(response.status, errorMessage(await response.text()));

@@ -16,7 +16,7 @@ import {
   lastAssistantMessageIsCompleteWithToolCalls,
   type UIMessage,
 } from 'ai';
-import { decideApproval, errorMessage, getConversation, toUIMessages } from './api';
+import { approvalsRecorded, decideApproval, errorMessage, getConversation, toUIMessages } from './api';
 import { apiFetch, apiUrl, authHeaders } from './http';
 import { logUiError, type UiErrorContext } from './telemetry';
 
@@ -60,6 +60,8 @@ export class ChatSession {
   readonly reasonDrafts = new Map<string, string>();
   /** The stored status of each message (`waiting`, `aborted`, `interrupted` …), as last loaded. */
   storedStatus = new Map<string, string>();
+  /** The runs this page has seen waiting for an approval: their approvals are on the server. */
+  readonly waitingRuns = new Set<string>();
   connection: Connection = 'ok';
   /** A notice about a request that failed (not an execution error: those are on the message). */
   notice: string | undefined;
@@ -161,6 +163,8 @@ export class ChatSession {
       await this.chat.addToolApprovalResponse({ id: approvalId, approved, ...(reason ? { reason } : {}) });
       return;
     }
+    // The stream open now may be the one whose step has not recorded the approval yet.
+    await approvalsRecorded(this.id, this.runOfApproval(approvalId), this.waitingRuns);
     const outcome = await decideApproval(approvalId, approved, reason);
     if (outcome.kind === 'accepted') {
       this.setOverlay(approvalId, { phase: 'accepted', approved, reason, via: 'webhook' });
@@ -178,6 +182,19 @@ export class ChatSession {
     const phase: ApprovalPhase = outcome.kind === 'retryable' ? 'failed' : outcome.kind;
     this.setOverlay(approvalId, { phase, approved, reason, message: outcome.message, via: 'webhook' });
     if (phase !== 'failed') void this.reload();
+  }
+
+  /** The run of the message that asks for this approval. */
+  private runOfApproval(approvalId: string): string | undefined {
+    const message = this.chat.messages.find(m =>
+      m.parts.some(part => isToolUIPart(part) && part.approval?.id === approvalId),
+    );
+    return (message?.metadata as { runId?: string } | undefined)?.runId;
+  }
+
+  /** What a read of the conversation says: a run waiting for an approval has recorded its approvals. */
+  noteStored(detail: { status: string; activeRunId: string | null }): void {
+    if (detail.status === 'waiting_approval' && detail.activeRunId) this.waitingRuns.add(detail.activeRunId);
   }
 
   /** The latest assistant message has an approval nobody has answered yet. */
@@ -285,6 +302,7 @@ export class ChatSession {
       const detail = await getConversation(this.id);
       if (!detail || this.busy()) return;
       this.storedStatus = new Map(detail.messages.map(m => [m.id, m.status]));
+      this.noteStored(detail);
       this.chat.messages = toUIMessages(detail.messages);
       if (this.chat.status === 'error' && this.connection === 'ok' && detail.activeRunId === null) this.chat.clearError();
       this.changed();

@@ -43,6 +43,7 @@ export function ChatLoader({
         if (cancelled) return;
         const opened = openSession(id, detail ? toUIMessages(detail.messages) : [], hooks);
         if (detail) opened.storedStatus = new Map(detail.messages.map(m => [m.id, m.status]));
+        if (detail) opened.noteStored(detail);
         setSession(opened);
       })
       .catch((error: unknown) => {
@@ -130,6 +131,7 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
 
   // The server moved on while no stream was open (an approval expired, another tab answered):
   // follow the run again, or load the stored messages once it has ended.
+  if (summary) session.noteStored(summary);
   const serverMark = `${summary?.status}:${summary?.activeRunId}:${summary?.updatedAt}`;
   const firstMark = useRef(true);
   useEffect(() => {

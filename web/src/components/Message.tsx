@@ -5,6 +5,7 @@ import type { UIMessage } from 'ai';
 import { useEffect, useRef, useState, type ReactNode } from 'react';
 import {
   EXPIRED_REASON,
+  QUESTION_TOOL,
   artifactsOf,
   formatDuration,
   layoutOf,
@@ -65,16 +66,23 @@ function headerLabel(facts: TraceFacts, elapsed: string | undefined): string {
   }
 }
 
-/** How the run's approvals were decided, so a collapsed trace tells an approved tool from a denied one. */
+/**
+ * How the run's approvals were decided and how many of its tools failed, so a collapsed trace tells
+ * an approved tool from a denied one, and a failed (or interrupted) tool from one that ran.
+ */
 export interface Decisions {
   approved: number;
   denied: number;
   expired: number;
+  failed: number;
 }
 
 export function decisionsOf(tools: ToolCall[], refused: (approvalId: string) => boolean = () => false): Decisions {
-  const decisions: Decisions = { approved: 0, denied: 0, expired: 0 };
+  const decisions: Decisions = { approved: 0, denied: 0, expired: 0, failed: 0 };
   for (const tool of tools) {
+    // A tool that ended in an error (it threw, or an earlier attempt was interrupted and it is not
+    // run again); a question the person skipped is not a failure.
+    if (tool.state === 'output-error' && tool.name !== QUESTION_TOOL) decisions.failed += 1;
     if (!tool.approval) continue;
     // The server refused this page's decision (409/410/404): what the page applied locally is not
     // counted; once the tool's outcome has come from the server (the run went on), that is.
@@ -88,10 +96,10 @@ export function decisionsOf(tools: ToolCall[], refused: (approvalId: string) => 
 }
 
 function DecisionBadges({ decisions }: { decisions: Decisions }) {
-  const shown = (['approved', 'denied', 'expired'] as const).filter(k => decisions[k] > 0);
+  const shown = (['approved', 'denied', 'expired', 'failed'] as const).filter(k => decisions[k] > 0);
   if (shown.length === 0) return null;
-  const tone = { approved: 'ok', denied: 'bad', expired: 'muted' } as const;
-  const icon = { approved: 'check', denied: 'x', expired: 'clock' } as const;
+  const tone = { approved: 'ok', denied: 'bad', expired: 'muted', failed: 'bad' } as const;
+  const icon = { approved: 'check', denied: 'x', expired: 'clock', failed: 'alert' } as const;
   return (
     <span className="trace-decisions" data-testid="trace-decisions">
       {shown.map(kind => (
@@ -109,6 +117,8 @@ export function ExecutionTrace({
   endedAt,
   stepCount,
   decisions,
+  userOpen,
+  setUserOpen,
   children,
 }: {
   facts: TraceFacts;
@@ -116,13 +126,16 @@ export function ExecutionTrace({
   endedAt?: number;
   stepCount: number;
   decisions?: Decisions;
+  /** What the person chose (null: not chosen); the message's artifact links open it too. */
+  userOpen: boolean | null;
+  setUserOpen: (open: boolean) => void;
   children: ReactNode;
 }) {
   const active = facts.state === 'running' || facts.state === 'waiting';
-  const [userOpen, setUserOpen] = useState<boolean | null>(null);
   const open = active || (userOpen ?? facts.state === 'error'); // derived one way, never written back
   const elapsed = useElapsed(startedAt, endedAt, active);
   const label = headerLabel(facts, elapsed === undefined ? undefined : formatDuration(elapsed));
+  const mark = traceMark(facts.state, (decisions?.failed ?? 0) > 0);
   return (
     <section
       className={`trace state-${facts.state}`}
@@ -130,6 +143,7 @@ export function ExecutionTrace({
       data-trace-state={facts.state}
       data-open={String(open)}
       data-ticking={String(active)}
+      data-trace-mark={mark.tone}
     >
       <button
         type="button"
@@ -138,7 +152,7 @@ export function ExecutionTrace({
         disabled={active}
         onClick={() => setUserOpen(!open)}
       >
-        {active && facts.state === 'running' ? <Spinner /> : <TraceIcon state={facts.state} />}
+        {active && facts.state === 'running' ? <Spinner /> : <Icon name={mark.icon} className={`trace-icon ${mark.tone}`} />}
         <span className="trace-label" data-testid="trace-label">
           {label}
         </span>
@@ -151,9 +165,33 @@ export function ExecutionTrace({
   );
 }
 
-function TraceIcon({ state }: { state: TraceState }) {
-  const name = { running: 'clock', waiting: 'shield', incomplete: 'clock', error: 'alert', complete: 'check' }[state];
-  return <Icon name={name} className={`trace-icon ${state}`} />;
+/** The trace's mark: a run that completed with a failed tool is not marked as a clean success. */
+function traceMark(state: TraceState, failed: boolean): { icon: string; tone: string } {
+  if (state === 'complete' && failed) return { icon: 'alert', tone: 'failed' };
+  const icon = { running: 'clock', waiting: 'shield', incomplete: 'clock', error: 'alert', complete: 'check' }[state];
+  return { icon, tone: state };
+}
+
+/**
+ * The step an artifact link asked for: once it is in the page (the trace opened on the same click),
+ * it is scrolled to, its details opened and marked for a moment. Returns the step shown last.
+ */
+function useStepFocus(): [string | undefined, (toolCallId: string) => void] {
+  const [request, setRequest] = useState<{ toolCallId: string; serial: number }>();
+  const [shown, setShown] = useState<string>();
+  useEffect(() => {
+    if (!request) return;
+    const element = document.getElementById(`tool-${request.toolCallId}`);
+    if (!element) return;
+    const details = element.querySelector('details');
+    if (details) details.open = true;
+    element.scrollIntoView({ block: 'center' });
+    element.classList.add('focused');
+    setShown(request.toolCallId);
+    const timer = window.setTimeout(() => element.classList.remove('focused'), 1500);
+    return () => window.clearTimeout(timer);
+  }, [request]);
+  return [shown, toolCallId => setRequest(previous => ({ toolCallId, serial: (previous?.serial ?? 0) + 1 }))];
 }
 
 export interface MessageProps {
@@ -192,6 +230,8 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
   );
   const tools = layout.trace.map(t => toolCallOf(t.part)).filter((t): t is ToolCall => t !== null);
   const steps = tools.length;
+  const [traceOpen, setTraceOpen] = useState<boolean | null>(null);
+  const [shownStep, showStep] = useStepFocus();
   return (
     <article
       className="message assistant"
@@ -201,7 +241,15 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
       data-state={facts.state}
     >
       {showTrace && (
-        <ExecutionTrace facts={facts} startedAt={metadata.startedAt} endedAt={endedAt} stepCount={steps} decisions={decisionsOf(tools, id => ['expired', 'conflict', 'not-found'].includes(session.overlays.get(id)?.phase ?? ''))}>
+        <ExecutionTrace
+          facts={facts}
+          startedAt={metadata.startedAt}
+          endedAt={endedAt}
+          stepCount={steps}
+          decisions={decisionsOf(tools, id => ['expired', 'conflict', 'not-found'].includes(session.overlays.get(id)?.phase ?? ''))}
+          userOpen={traceOpen}
+          setUserOpen={setTraceOpen}
+        >
           {renderTraceParts(layout.trace, ctx, wrap)}
           {layout.trace.length === 0 && (
             <p className="muted">
@@ -238,7 +286,12 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
                 <button
                   type="button"
                   className="link artifact-source"
-                  onClick={() => document.getElementById(`tool-${a.toolCallId}`)?.scrollIntoView({ block: 'center' })}
+                  data-testid="artifact-step"
+                  data-shown={String(shownStep === a.toolCallId)}
+                  onClick={() => {
+                    setTraceOpen(true); // a collapsed trace has no blocks in the page: open it first
+                    showStep(a.toolCallId!);
+                  }}
                 >
                   step
                 </button>

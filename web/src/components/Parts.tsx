@@ -14,6 +14,7 @@ import {
   type ToolCall,
 } from '../model';
 import type { ChatSession } from '../session';
+import { ToolArguments } from './Arguments';
 import { CodeInterpreterBlock, isCodeTool } from './CodeInterpreterBlock';
 import { PreviewLink } from './FilePreview';
 import { useImageUrl } from './fileUrl';
@@ -294,6 +295,7 @@ export function ToolApprovalCard({ tool, ctx }: { tool: ToolCall; ctx: PartConte
         {pending && view !== 'submitting' && <span className="muted"> · continuing…</span>}
       </div>
       {approval.requestReason && <p className="muted">{approval.requestReason}</p>}
+      <ToolArguments input={tool.input} />
       {decidedReason && (view === 'denied' || view === 'approved') && <p className="approval-reason">“{decidedReason}”</p>}
       {overlay?.phase === 'failed' && actionable && (
         <p className="approval-failed" data-testid="approval-failed">
