@@ -7,6 +7,10 @@
   the stack's bus; for each, the run's `callbackUrl` gets one attempt, recorded on the delivery
   item. A failed attempt leaves the message on the queue with its visibility set to the back-off
   (`ChangeMessageVisibility`), so the next attempt comes from the queue, never from the run.
+- **Traces**: each run the dispatcher starts has its `stepline.start_run` span (the trigger, the
+  schedule and its occurrence's time) and each attempt of the sender its `stepline.send_callback`
+  span (the notice's type, the attempt, the receiver's status; never the URL or the body), in that
+  run's trace; both functions export before they return.
 - **Records** in the agent table, each under its user: a schedule's `last_seen`
   (`U#<owner>#SCHED#<agent>/<name>`) and each delivery with its attempts
   (`U#<user>#CB#<run>`, one item per event and URL).
@@ -19,6 +23,7 @@ import datetime as dt
 import time
 from typing import Any, cast
 
+from ..loop.telemetry import AttributeValue, Span
 from ..protocol._json import loads_strict
 from ..runtime.callback_delivery import MAX_ATTEMPTS, attempt_delivery, new_delivery
 from ..runtime.callback_urls import UrlPolicy
@@ -27,7 +32,9 @@ from ..runtime.headless import unattended_of
 from ..runtime.notifications import RunEvent
 from ..runtime.schedules import Tick, tick
 from ..runtime.services import Services
+from ..runtime.traces import flush_invocation, request_span
 from ..store.errors import NotFound
+from ..store.records import RunRecord
 
 __all__ = ["DynamoDeliveryLog", "DynamoScheduleState", "dispatch", "scheduled_now", "send_callbacks"]
 
@@ -106,8 +113,15 @@ def scheduled_now(event: dict[str, Any]) -> int:
 
 
 def dispatch(services: Services, state: DynamoScheduleState, event: dict[str, Any]) -> Tick:
-    """One dispatcher invocation: every due occurrence of the tick's time started (idempotently)."""
-    return tick(services, state, now=scheduled_now(event), grace_ms=GRACE_MS)
+    """One dispatcher invocation: every due occurrence of the tick's time started (idempotently).
+
+    Each run it starts has its `stepline.start_run` span in the run's own trace (a tick that starts
+    nothing traces nothing); they are exported before the invocation returns.
+    """
+    try:
+        return tick(services, state, now=scheduled_now(event), grace_ms=GRACE_MS)
+    finally:
+        flush_invocation(services)
 
 
 def send_callbacks(
@@ -123,24 +137,60 @@ def send_callbacks(
 ) -> dict[str, Any]:
     """An SQS batch of lifecycle events: one attempt each; the failed ones stay queued for the back-off."""
     failures: list[dict[str, str]] = []
-    for record in cast(list[dict[str, Any]], event.get("Records", [])):
-        delivery = _delivery(services, log, loads_strict(record["body"]))
-        if delivery is None or delivery.state != "pending":
-            continue
-        now = services.clock()
-        tried = attempt_delivery(delivery, secret=secret, policy=policy, now=now, backoff_base=backoff_base)
-        log.save(tried)
-        if tried.state == "pending" and len(tried.attempts) < MAX_ATTEMPTS:
-            wait = max(0, min((tried.next_at - now) // 1000, 43_200))  # SQS allows 12 hours at most
-            sqs.change_message_visibility(
-                QueueUrl=queue_url, ReceiptHandle=record["receiptHandle"], VisibilityTimeout=int(wait)
-            )
-            failures.append({"itemIdentifier": record["messageId"]})
+    try:
+        for record in cast(list[dict[str, Any]], event.get("Records", [])):
+            found = _delivery(services, log, loads_strict(record["body"]))
+            if found is None or found[1].state != "pending":
+                continue
+            run, delivery = found
+            now = services.clock()
+            with request_span(services, "stepline.send_callback", run, _callback_attributes(delivery)) as span:
+                tried = attempt_delivery(delivery, secret=secret, policy=policy, now=now, backoff_base=backoff_base)
+                _record_attempt(span, tried)
+            log.save(tried)
+            if tried.state == "pending" and len(tried.attempts) < MAX_ATTEMPTS:
+                wait = max(0, min((tried.next_at - now) // 1000, 43_200))  # SQS allows 12 hours at most
+                sqs.change_message_visibility(
+                    QueueUrl=queue_url, ReceiptHandle=record["receiptHandle"], VisibilityTimeout=int(wait)
+                )
+                failures.append({"itemIdentifier": record["messageId"]})
+    finally:
+        flush_invocation(services)
     return {"batchItemFailures": failures}
 
 
-def _delivery(services: Services, log: DynamoDeliveryLog, message: Any) -> Delivery | None:
-    """The delivery an EventBridge event asks for (None: its run has no callback, or is gone)."""
+def _callback_attributes(delivery: Delivery) -> dict[str, AttributeValue | None]:
+    """What a callback attempt's span says before the POST: the notice, never its URL or body."""
+    return {
+        "stepline.callback.type": delivery.type,
+        "stepline.callback.delivery_id": delivery.delivery_id,
+        "http.request.method": "POST",
+    }
+
+
+def _record_attempt(span: Span, tried: Delivery) -> None:
+    """The attempt's outcome on its span: its number, the receiver's status, the delivery's state.
+
+    An attempt the receiver did not accept is a failed span, its `error.type` the HTTP status
+    (not 2xx), `refused` (the URL failed its check) or the network error's class; never the URL.
+    """
+    last = tried.attempts[-1]
+    span.update(
+        {
+            "stepline.callback.attempt": len(tried.attempts),
+            "stepline.callback.state": tried.state,
+            "http.response.status_code": last.status,
+        }
+    )
+    if last.status is None:
+        error = last.error or ""
+        span.error("refused" if error.startswith("callbackUrl:") else error.partition(":")[0] or "no_response")
+    elif not 200 <= last.status < 300:
+        span.error(str(last.status))
+
+
+def _delivery(services: Services, log: DynamoDeliveryLog, message: Any) -> tuple[RunRecord, Delivery] | None:
+    """The run and delivery an EventBridge event asks for (None: its run has no callback, or is gone)."""
     event = RunEvent(detail_type=message["detail-type"], detail=message["detail"])
     try:
         run = services.store.get_run(str(event.detail["userId"]), str(event.detail["runId"]))
@@ -150,4 +200,4 @@ def _delivery(services: Services, log: DynamoDeliveryLog, message: Any) -> Deliv
     if not isinstance(url, str):
         return None
     fresh = new_delivery(event, url, now=services.clock())
-    return log.get(fresh) or fresh
+    return run, log.get(fresh) or fresh
