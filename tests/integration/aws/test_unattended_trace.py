@@ -173,3 +173,20 @@ def test_a_refused_callback_url_is_a_failed_attempt_span_without_the_url(traced:
     assert _in_run_trace(attempt, run) and attributes["error.type"] == "refused"
     assert "http.response.status_code" not in attributes
     assert "10.9.9.9" not in _text([attempt]) and "token=abc" not in _text([attempt])
+
+
+def test_the_start_span_names_what_started_the_run_and_never_its_metadata(traced: Traced) -> None:
+    message = {"id": "m1", "role": "user", "parts": [{"type": "text", "text": PROMPT}]}
+    hooked = HeadlessStart(
+        agent="reports", message=message, trigger="hook", metadata={"hook": "ticket", "customer": "ACME-secret"}
+    )
+    posted = HeadlessStart(agent="reports", message=message, metadata={"customer": "ACME-secret"})
+    runs = [start_headless(traced.services, "ops", start).run for start in (hooked, posted)]
+    assert traced.services.telemetry is not None
+    traced.services.telemetry.flush()  # what the API function does once its response is built
+    hook_span, api_span = traced.finished("stepline.start_run")
+    assert _in_run_trace(hook_span, runs[0]) and _in_run_trace(api_span, runs[1])
+    hook_attributes, api_attributes = dict(hook_span.attributes or {}), dict(api_span.attributes or {})
+    assert (hook_attributes["stepline.trigger"], hook_attributes["stepline.hook.name"]) == ("hook", "ticket")
+    assert api_attributes["stepline.trigger"] == "api" and "stepline.hook.name" not in api_attributes
+    assert "ACME-secret" not in _text([hook_span, api_span]) and PROMPT not in _text([hook_span, api_span])
