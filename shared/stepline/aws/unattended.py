@@ -9,8 +9,8 @@
   (`ChangeMessageVisibility`), so the next attempt comes from the queue, never from the run.
 - **Traces**: each run the dispatcher starts has its `stepline.start_run` span (the trigger, the
   schedule and its occurrence's time) and each attempt of the sender its `stepline.send_callback`
-  span (the notice's type, the attempt, the receiver's status; never the URL or the body), in that
-  run's trace; both functions export before they return.
+  span (`stepline.runtime.callback_traces`), in that run's trace; both functions export before
+  they return.
 - **Records** in the agent table, each under its user: a schedule's `last_seen`
   (`U#<owner>#SCHED#<agent>/<name>`) and each delivery with its attempts
   (`U#<user>#CB#<run>`, one item per event and URL).
@@ -23,16 +23,16 @@ import datetime as dt
 import time
 from typing import Any, cast
 
-from ..loop.telemetry import AttributeValue, Span
 from ..protocol._json import loads_strict
-from ..runtime.callback_delivery import MAX_ATTEMPTS, attempt_delivery, new_delivery
+from ..runtime.callback_delivery import MAX_ATTEMPTS, new_delivery
+from ..runtime.callback_traces import traced_attempt
 from ..runtime.callback_urls import UrlPolicy
 from ..runtime.deliveries import Delivery
 from ..runtime.headless import unattended_of
 from ..runtime.notifications import RunEvent
 from ..runtime.schedules import Tick, tick
 from ..runtime.services import Services
-from ..runtime.traces import flush_invocation, request_span
+from ..runtime.traces import flush_invocation
 from ..store.errors import NotFound
 from ..store.records import RunRecord
 
@@ -144,9 +144,9 @@ def send_callbacks(
                 continue
             run, delivery = found
             now = services.clock()
-            with request_span(services, "stepline.send_callback", run, _callback_attributes(delivery)) as span:
-                tried = attempt_delivery(delivery, secret=secret, policy=policy, now=now, backoff_base=backoff_base)
-                _record_attempt(span, tried)
+            tried = traced_attempt(
+                services, run, delivery, secret=secret, policy=policy, now=now, backoff_base=backoff_base
+            )
             log.save(tried)
             if tried.state == "pending" and len(tried.attempts) < MAX_ATTEMPTS:
                 wait = max(0, min((tried.next_at - now) // 1000, 43_200))  # SQS allows 12 hours at most
@@ -157,36 +157,6 @@ def send_callbacks(
     finally:
         flush_invocation(services)
     return {"batchItemFailures": failures}
-
-
-def _callback_attributes(delivery: Delivery) -> dict[str, AttributeValue | None]:
-    """What a callback attempt's span says before the POST: the notice, never its URL or body."""
-    return {
-        "stepline.callback.type": delivery.type,
-        "stepline.callback.delivery_id": delivery.delivery_id,
-        "http.request.method": "POST",
-    }
-
-
-def _record_attempt(span: Span, tried: Delivery) -> None:
-    """The attempt's outcome on its span: its number, the receiver's status, the delivery's state.
-
-    An attempt the receiver did not accept is a failed span, its `error.type` the HTTP status
-    (not 2xx), `refused` (the URL failed its check) or the network error's class; never the URL.
-    """
-    last = tried.attempts[-1]
-    span.update(
-        {
-            "stepline.callback.attempt": len(tried.attempts),
-            "stepline.callback.state": tried.state,
-            "http.response.status_code": last.status,
-        }
-    )
-    if last.status is None:
-        error = last.error or ""
-        span.error("refused" if error.startswith("callbackUrl:") else error.partition(":")[0] or "no_response")
-    elif not 200 <= last.status < 300:
-        span.error(str(last.status))
 
 
 def _delivery(services: Services, log: DynamoDeliveryLog, message: Any) -> tuple[RunRecord, Delivery] | None:

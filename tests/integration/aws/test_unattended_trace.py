@@ -1,4 +1,4 @@
-"""The schedule dispatcher and the callback sender join the run's trace, on moto.
+"""The schedule dispatcher and the callback senders join the run's trace, on moto.
 
 Their telemetry batches spans for an hour (the schedule delay), so a span is in the exporter only
 when the function exported before it returned, as a Lambda invocation must (its environment is
@@ -6,6 +6,7 @@ frozen right after). A run the dispatcher starts has its start span in the run's
 child of the run's root, saying which schedule and occurrence started it; each attempt of the
 callback sender is a span of the run's trace with the receiver's status. No span carries the
 prompt, the callback URL or the notice's body; names and attributes follow the conventions.
+`stepline dev`'s outbox sends the same spans (its batch thread exports them, so the test flushes).
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from stepline.agent.loading import AgentSet
 from stepline.agent.unattended import Schedule
 from stepline.aws.unattended import DynamoDeliveryLog, DynamoScheduleState, dispatch, send_callbacks
 from stepline.llm.scripted import ScriptedModel
+from stepline.local.callbacks import Outbox
 from stepline.runtime.callback_urls import UrlPolicy
 from stepline.runtime.headless import HeadlessStart, start_headless
-from stepline.runtime.notifications import run_ended
+from stepline.runtime.notifications import RunEvent, run_ended
 from stepline.runtime.services import Services
 from stepline.store.records import RunRecord
 from stepline.tracing.context import RunTrace
@@ -190,3 +192,28 @@ def test_the_start_span_names_what_started_the_run_and_never_its_metadata(traced
     assert (hook_attributes["stepline.trigger"], hook_attributes["stepline.hook.name"]) == ("hook", "ticket")
     assert api_attributes["stepline.trigger"] == "api" and "stepline.hook.name" not in api_attributes
     assert "ACME-secret" not in _text([hook_span, api_span]) and PROMPT not in _text([hook_span, api_span])
+
+
+def test_stepline_dev_s_outbox_sends_the_same_spans_in_the_run_s_trace(traced: Traced) -> None:
+    with receiver([500]) as hook:
+        run, batch = _ended_with_callback(traced.services, hook.url)
+        message = json.loads(batch["Records"][0]["body"])
+        policy = UrlPolicy(allow_loopback=True)
+        outbox = Outbox(None, SECRET, policy, traced.services.clock, backoff_base=0.001, services=traced.services)
+        try:
+            outbox.enqueue(run_ended_event(message), hook.url)
+            traced.spans.clear()
+            assert outbox.run_due() == 1
+        finally:
+            outbox.stop()
+    assert traced.services.telemetry is not None
+    traced.services.telemetry.flush()
+    (attempt,) = traced.finished("stepline.send_callback")
+    attributes = dict(attempt.attributes or {})
+    assert _in_run_trace(attempt, run)
+    assert (attributes["http.response.status_code"], attributes["error.type"]) == (500, "500")
+    assert hook.url not in _text([attempt]) and span_problems([attempt]) == []
+
+
+def run_ended_event(message: dict[str, Any]) -> RunEvent:
+    return RunEvent(detail_type=message["detail-type"], detail=message["detail"])
