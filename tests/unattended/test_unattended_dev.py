@@ -189,6 +189,26 @@ def test_an_unattended_run_waits_for_approval_decided_through_the_printed_link(d
     assert all(e["detail"]["userId"] == "eve" for e in others)
 
 
+def test_the_waiting_callback_carries_the_link_that_decides_the_approval(dev: DevProcess) -> None:
+    with receiver() as hook, client(dev) as c:
+        body = {"agent": "reports", "input": "Please refund the order.", "callbackUrl": hook.url}
+        run_id = c.post("/api/runs", json=body).json()["runId"]
+        poll(lambda: len(hook.received) >= 1 or None, "the waiting callback")
+        waiting = Webhook(SECRET).verify(hook.received[0].body, hook.received[0].headers)
+        decision = waiting["data"]["decision"]
+        with httpx.Client(base_url=dev.url, timeout=30) as anonymous:  # the link is the permission
+            decided = anonymous.post(decision["path"], json={"approved": True, "token": decision["token"]})
+            again = anonymous.post(decision["path"], json={"approved": False, "token": decision["token"]})
+        view = ended(c, run_id)
+        poll(lambda: len(hook.received) >= 2 or None, "the end's callback")
+    assert waiting["type"] == "run.waiting.approval" and waiting["data"]["toolName"] == "refund"
+    assert decided.status_code == 200 and decided.json()["decision"] == "approved"
+    assert again.status_code == 409  # decided once: the second answer changes nothing
+    assert view["status"] == "completed" and "Refunded." in json.dumps(view["message"]["parts"])
+    notices = [Webhook(SECRET).verify(r.body, r.headers)["type"] for r in hook.received]
+    assert notices == ["run.waiting.approval", "run.completed"]
+
+
 def _decision_line(dev: DevProcess, run_id: str) -> str | None:
     return next((x for x in dev.banner().splitlines() if run_id in x and "decide: curl" in x), None)
 

@@ -7,6 +7,10 @@
   the stack's bus; for each, the run's `callbackUrl` gets one attempt, recorded on the delivery
   item. A failed attempt leaves the message on the queue with its visibility set to the back-off
   (`ChangeMessageVisibility`), so the next attempt comes from the queue, never from the run.
+- **Traces**: each run the dispatcher starts has its `stepline.start_run` span (the trigger, the
+  schedule and its occurrence's time) and each attempt of the sender its `stepline.send_callback`
+  span (`stepline.runtime.callback_traces`), in that run's trace; both functions export before
+  they return.
 - **Records** in the agent table, each under its user: a schedule's `last_seen`
   (`U#<owner>#SCHED#<agent>/<name>`) and each delivery with its attempts
   (`U#<user>#CB#<run>`, one item per event and URL).
@@ -20,14 +24,17 @@ import time
 from typing import Any, cast
 
 from ..protocol._json import loads_strict
-from ..runtime.callback_delivery import MAX_ATTEMPTS, attempt_delivery, new_delivery
+from ..runtime.callback_delivery import MAX_ATTEMPTS, new_delivery
+from ..runtime.callback_traces import traced_attempt
 from ..runtime.callback_urls import UrlPolicy
 from ..runtime.deliveries import Delivery
 from ..runtime.headless import unattended_of
 from ..runtime.notifications import RunEvent
 from ..runtime.schedules import Tick, tick
 from ..runtime.services import Services
+from ..runtime.traces import flush_invocation
 from ..store.errors import NotFound
+from ..store.records import RunRecord
 
 __all__ = ["DynamoDeliveryLog", "DynamoScheduleState", "dispatch", "scheduled_now", "send_callbacks"]
 
@@ -106,8 +113,15 @@ def scheduled_now(event: dict[str, Any]) -> int:
 
 
 def dispatch(services: Services, state: DynamoScheduleState, event: dict[str, Any]) -> Tick:
-    """One dispatcher invocation: every due occurrence of the tick's time started (idempotently)."""
-    return tick(services, state, now=scheduled_now(event), grace_ms=GRACE_MS)
+    """One dispatcher invocation: every due occurrence of the tick's time started (idempotently).
+
+    Each run it starts has its `stepline.start_run` span in the run's own trace (a tick that starts
+    nothing traces nothing); they are exported before the invocation returns.
+    """
+    try:
+        return tick(services, state, now=scheduled_now(event), grace_ms=GRACE_MS)
+    finally:
+        flush_invocation(services)
 
 
 def send_callbacks(
@@ -123,24 +137,30 @@ def send_callbacks(
 ) -> dict[str, Any]:
     """An SQS batch of lifecycle events: one attempt each; the failed ones stay queued for the back-off."""
     failures: list[dict[str, str]] = []
-    for record in cast(list[dict[str, Any]], event.get("Records", [])):
-        delivery = _delivery(services, log, loads_strict(record["body"]))
-        if delivery is None or delivery.state != "pending":
-            continue
-        now = services.clock()
-        tried = attempt_delivery(delivery, secret=secret, policy=policy, now=now, backoff_base=backoff_base)
-        log.save(tried)
-        if tried.state == "pending" and len(tried.attempts) < MAX_ATTEMPTS:
-            wait = max(0, min((tried.next_at - now) // 1000, 43_200))  # SQS allows 12 hours at most
-            sqs.change_message_visibility(
-                QueueUrl=queue_url, ReceiptHandle=record["receiptHandle"], VisibilityTimeout=int(wait)
+    try:
+        for record in cast(list[dict[str, Any]], event.get("Records", [])):
+            found = _delivery(services, log, loads_strict(record["body"]))
+            if found is None or found[1].state != "pending":
+                continue
+            run, delivery = found
+            now = services.clock()
+            tried = traced_attempt(
+                services, run, delivery, secret=secret, policy=policy, now=now, backoff_base=backoff_base
             )
-            failures.append({"itemIdentifier": record["messageId"]})
+            log.save(tried)
+            if tried.state == "pending" and len(tried.attempts) < MAX_ATTEMPTS:
+                wait = max(0, min((tried.next_at - now) // 1000, 43_200))  # SQS allows 12 hours at most
+                sqs.change_message_visibility(
+                    QueueUrl=queue_url, ReceiptHandle=record["receiptHandle"], VisibilityTimeout=int(wait)
+                )
+                failures.append({"itemIdentifier": record["messageId"]})
+    finally:
+        flush_invocation(services)
     return {"batchItemFailures": failures}
 
 
-def _delivery(services: Services, log: DynamoDeliveryLog, message: Any) -> Delivery | None:
-    """The delivery an EventBridge event asks for (None: its run has no callback, or is gone)."""
+def _delivery(services: Services, log: DynamoDeliveryLog, message: Any) -> tuple[RunRecord, Delivery] | None:
+    """The run and delivery an EventBridge event asks for (None: its run has no callback, or is gone)."""
     event = RunEvent(detail_type=message["detail-type"], detail=message["detail"])
     try:
         run = services.store.get_run(str(event.detail["userId"]), str(event.detail["runId"]))
@@ -150,4 +170,4 @@ def _delivery(services: Services, log: DynamoDeliveryLog, message: Any) -> Deliv
     if not isinstance(url, str):
         return None
     fresh = new_delivery(event, url, now=services.clock())
-    return log.get(fresh) or fresh
+    return run, log.get(fresh) or fresh

@@ -23,6 +23,7 @@ from ..api.deps import ApiOptions
 from ..runtime.callback_urls import UrlPolicy, parse_networks
 from ..runtime.hook_signatures import check_secret
 from ..runtime.services import Services
+from .observability import instrument
 from .unattended import DynamoDeliveryLog, DynamoScheduleState, dispatch, send_callbacks
 from .wiring import ConfigurationError, Settings, services_from_env
 
@@ -103,7 +104,7 @@ def with_unattended(services: Services, options: ApiOptions, env: Mapping[str, s
 
 
 def dispatch_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    """The dispatcher function's handler (`functions/schedule_dispatch/app.py`)."""
+    """The dispatcher function's handler (`functions/schedule_dispatch/app.py`), with Powertools' logs and metrics."""
     built: list[tuple[Services, DynamoScheduleState]] = []
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -117,11 +118,14 @@ def dispatch_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
             raise RuntimeError(f"{len(done.failed)} occurrence(s) not started: {done.failed[0][0]}")
         return {"started": [s.run.run_id for s in done.started if not s.replayed]}
 
-    return handle
+    return instrument("stepline-schedule-dispatch", handle)
 
 
 def callback_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    """The callback sender's handler (`functions/callback_sender/app.py`): an SQS batch of lifecycle events."""
+    """The callback sender's handler (`functions/callback_sender/app.py`): an SQS batch of lifecycle events.
+
+    With Powertools' logs and metrics, like the other functions; each attempt is a span of its run's trace.
+    """
     built: list[tuple[Services, DynamoDeliveryLog, Any, str, str, UrlPolicy]] = []
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -138,4 +142,4 @@ def callback_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
         services, log, sqs, queue_url, secret, policy = built[0]
         return send_callbacks(services, log, sqs, queue_url, event, secret=secret, policy=policy)
 
-    return handle
+    return instrument("stepline-callback-sender", handle)

@@ -2,9 +2,10 @@
 
 A lifecycle event of a run started with a `callbackUrl` is written to the outbox (`enqueue`, one
 SQLite insert: the worker that announced it goes on at once); a thread tries each due delivery
-(`attempt_delivery`), records the attempt and plans the next one with back-off. The outbox is a
-file of the data folder (`callbacks.db`), so deliveries still pending when the server stops go on
-after the restart; with `--memory` it lives in memory.
+(`attempt_delivery`; with tracing on, in a span of the run's trace), records the attempt and
+plans the next one with back-off. The outbox is a file of the data folder (`callbacks.db`), so
+deliveries still pending when the server stops go on after the restart; with `--memory` it
+lives in memory.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..runtime.callback_delivery import attempt_delivery, new_delivery
+from ..runtime.callback_traces import run_of, traced_attempt
 from ..runtime.callback_urls import UrlPolicy
 from ..runtime.deliveries import Delivery
 from ..runtime.notifications import RunEvent
+from ..runtime.services import Services
 
 __all__ = ["Outbox"]
 
@@ -43,6 +46,8 @@ class Outbox:
     clock: Callable[[], int]
     backoff_base: float = 2.0
     poll_seconds: float = 0.2
+    services: Services | None = None
+    """The server's services, for the attempts' spans (tracing on); None: the attempts alone."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stop: threading.Event = field(default_factory=threading.Event)
     _wake: threading.Event = field(default_factory=threading.Event)
@@ -105,13 +110,20 @@ class Outbox:
         for delivery in due:
             if self._stop.is_set() or self.secret is None:
                 break
-            tried = attempt_delivery(
-                delivery, secret=self.secret, policy=self.policy, now=self.clock(), backoff_base=self.backoff_base
-            )
+            tried = self._attempt(delivery)
             self._save(tried)
             last = tried.attempts[-1]
             _LOG.info("callback %s to %s: %s", tried.delivery_id, tried.url, last.status or last.error)
         return len(due)
+
+    def _attempt(self, delivery: Delivery) -> Delivery:
+        """One attempt; a span of the run's trace when the server traces (`services` set by `install`)."""
+        assert self.secret is not None
+        secret, policy, now, base = self.secret, self.policy, self.clock(), self.backoff_base
+        if self.services is None:
+            return attempt_delivery(delivery, secret=secret, policy=policy, now=now, backoff_base=base)
+        run = run_of(self.services, delivery)
+        return traced_attempt(self.services, run, delivery, secret=secret, policy=policy, now=now, backoff_base=base)
 
     def start(self) -> Outbox:
         def loop() -> None:

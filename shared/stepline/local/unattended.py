@@ -77,6 +77,7 @@ class DevUnattended:
         """Mount the dev routes, forward events to the outbox, start the sender and the scheduler."""
         self._services.append(services)
         self.notifier.forward = self._forward
+        self.outbox.services = services
         app.include_router(dev_events_router(self.notifier))
         app.include_router(schedules_router())
         self.outbox.start()

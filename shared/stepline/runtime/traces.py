@@ -18,7 +18,7 @@ from ..store.errors import NotFound
 from ..store.records import RunRecord
 from .services import Services
 
-__all__ = ["request_span", "run_ended", "traced_handler"]
+__all__ = ["flush_invocation", "request_span", "run_ended", "traced_handler"]
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -80,3 +80,9 @@ def run_ended(services: Services, run: RunRecord, *, step_count: int) -> None:
     """The run's root span, written by the call that committed its end."""
     if services.telemetry is not None:
         services.telemetry.run_ended(run, step_count=step_count)
+
+
+def flush_invocation(services: Services) -> None:
+    """Export the invocation's spans now when the process may be frozen after it returns (Lambda)."""
+    if services.telemetry is not None and services.telemetry.flush_each_invocation:
+        services.telemetry.flush()

@@ -98,9 +98,33 @@ def begin_turn(
             now=now,
         ),
     )
-    with request_span(services, "stepline.start_run", started.run, {"gen_ai.agent.name": chosen.name}):
+    with request_span(services, "stepline.start_run", started.run, _start_attributes(chosen, unattended)):
         _prepare_run(services, started, chosen, model, metadata)
     return started
+
+
+def _start_attributes(chosen: Agent, unattended: Mapping[str, JsonValue] | None) -> dict[str, str | None]:
+    """The start span's attributes: the agent, and what started the run.
+
+    `web` for a chat message; for a schedule its name and the occurrence's time, for a hook its
+    name; never the run's input or metadata.
+    """
+    if unattended is None:
+        return {"gen_ai.agent.name": chosen.name, "stepline.trigger": "web"}
+    trigger = unattended.get("trigger")
+    metadata = unattended.get("metadata")
+    given = cast(dict[str, JsonValue], metadata) if isinstance(metadata, dict) else {}
+    attributes = {"gen_ai.agent.name": chosen.name, "stepline.trigger": _text(trigger)}
+    if trigger == "schedule":  # the names fire_occurrence set: the schedule and its occurrence's time
+        attributes["stepline.schedule.name"] = _text(given.get("schedule"))
+        attributes["stepline.schedule.scheduled_at"] = _text(given.get("scheduledAt"))
+    elif trigger == "hook":
+        attributes["stepline.hook.name"] = _text(given.get("hook"))
+    return attributes
+
+
+def _text(value: JsonValue) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _prepare_run(

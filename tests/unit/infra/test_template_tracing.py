@@ -6,10 +6,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tests.unit.infra.test_template import DEPLOY_FUNCTIONS, FUNCTIONS, UNATTENDED, Template, _resources
+from tests.unit.infra.test_template import DEPLOY_FUNCTIONS, FUNCTIONS, Template, _resources
 
-TRACED = {name: spec for name, spec in FUNCTIONS.items() if name not in UNATTENDED}
-"""The functions that export spans of a run (the schedule dispatcher and the callback sender do not yet)."""
+TRACED = FUNCTIONS
+"""The functions that export spans of a run: every runtime function, the unattended ones included."""
 
 ROOT = Path(__file__).resolve().parents[3]
 XRAY_POLICY = {
