@@ -4,7 +4,8 @@ When a run compacted its context, its message holds the summary (a `data-context
 the next turn starts from the newest summary, then the stored messages after the last one it
 covers (`throughMessageId`), the summarizing run's own message from its first step kept verbatim
 (`keptFromStep`). Then the newest messages are taken until the token budget is spent (the newest
-user message always fits); what is left out is counted in the `HistoryReport`, which the run's
+user message always fits; of the oldest one that does not, an answer's newest steps that do); what
+is left out is counted in the `HistoryReport`, which the run's
 start records in its message metadata (`metadata.context.history`): nothing is dropped silently.
 
 A message whose parts are complete goes through `convert_to_model_messages`, so earlier tool calls
@@ -18,7 +19,7 @@ old message. The first model message of each stored message is marked with its i
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -52,6 +53,8 @@ class HistoryReport:
     """Ids of stored messages the budget left out (oldest first), not covered by a summary."""
     summarized_through: str | None = None
     """The last stored message the carried summary covers (None: no summary carried)."""
+    steps_left_out: int = 0
+    """The oldest steps of the oldest message carried that did not fit (its newest steps did)."""
 
     def to_metadata(self) -> dict[str, JsonValue]:
         out: dict[str, JsonValue] = {"messages": self.messages, "tokens": self.tokens, "leftOut": len(self.left_out)}
@@ -59,6 +62,8 @@ class HistoryReport:
             out["leftOutIds"] = list(self.left_out[-20:])
         if self.summarized_through is not None:
             out["summarizedThrough"] = self.summarized_through
+        if self.steps_left_out:
+            out["stepsLeftOut"] = self.steps_left_out
         return out
 
 
@@ -137,8 +142,8 @@ def turn_history(
     model_supports_reasoning: bool | None = None,
 ) -> TurnHistory:
     """Model messages for the stored messages (oldest first) within the budget, and the report."""
-    tokens = tokens or MessageTokens()
-    start, prefix, through, trim = 0, list[ModelMessage](), None, (-1, 0)
+    counts = tokens or MessageTokens()
+    start, prefix, through, trimmed = 0, list[ModelMessage](), None, (-1, 0)
     found = _newest_summary(messages)
     if found is not None:
         index, data = found
@@ -147,51 +152,60 @@ def turn_history(
         start = ids.index(through) + 1 if through in ids else 0
         marker = {k: v for k, v in data.items() if k != "summary"}
         prefix = [summary_message(str(data["summary"]), marker)]
-        trim = (index, int(data.get("keptFromStep") or 0))
-    converted = [
-        _convert(m, reasoning, model_supports_reasoning, trim[1] if i == trim[0] else 0)
-        for i, m in enumerate(messages)
-        if i >= start
-    ]
-    budget = budget_tokens - tokens.messages(prefix)
-    chosen = _within_budget(messages[start:], converted, budget, tokens, may_open_with_answer=bool(prefix))
-    kept = {messages[start + i].message_id for i in chosen}
-    left_out = [m.message_id for m in messages[start:] if m.message_id not in kept]
-    out = [*prefix, *(message for i in chosen for message in converted[i])]
+        trimmed = (index - start, int(data.get("keptFromStep") or 0))
+    records = list(messages[start:])
+
+    def convert(position: int, from_step: int = 0) -> list[ModelMessage]:
+        first = trimmed[1] if position == trimmed[0] else 0
+        return _convert(records[position], reasoning, model_supports_reasoning, max(first, from_step))
+
+    budget = budget_tokens - counts.messages(prefix)
+    chosen: list[list[ModelMessage]] = []
+    spent, taken, steps_left_out = 0, 0, 0
+    for position in range(len(records) - 1, -1, -1):
+        converted = convert(position)
+        size = sum(counts.message(m) for m in converted)
+        if chosen and spent + size > budget:
+            partial = _newest_steps(records[position], lambda s, p=position: convert(p, s), budget - spent, counts)
+            if partial is not None:
+                steps_left_out = partial[0] - (trimmed[1] if position == trimmed[0] else 0)
+                chosen.append(partial[1])
+                taken += 1
+            break
+        chosen.append(converted)
+        spent += size
+        taken += 1
+    chosen.reverse()
+    while not prefix and len(chosen) > 1 and records[len(records) - len(chosen)].role == "assistant":
+        chosen.pop(0)  # never open the context with an answer whose question was left out
+        taken, steps_left_out = taken - 1, 0
+    out = [*prefix, *(m for group in chosen for m in group)]
     report = HistoryReport(
-        messages=len(out), tokens=tokens.messages(out), left_out=left_out, summarized_through=through or None
+        messages=len(out),
+        tokens=counts.messages(out),
+        left_out=[m.message_id for m in records[: len(records) - taken]],
+        summarized_through=(through or "(start)") if found is not None else None,
+        steps_left_out=steps_left_out,
     )
-    if found is not None and report.summarized_through is None:
-        report = HistoryReport(report.messages, report.tokens, report.left_out, "(start)")
     return TurnHistory(out, report)
 
 
-def _within_budget(
-    records: Sequence[MessageRecord],
-    converted: list[list[ModelMessage]],
-    budget: int,
-    tokens: MessageTokens,
-    *,
-    may_open_with_answer: bool,
-) -> list[int]:
-    """Indexes of the newest records whose messages fit (the newest always), oldest first.
-
-    Without a summary before them, the context never opens with an answer (its question left out).
-    """
-    chosen: list[int] = []
-    spent = 0
-    for index in range(len(records) - 1, -1, -1):
-        size = sum(tokens.message(m) for m in converted[index])
-        if chosen and spent + size > budget:
-            break
-        chosen.append(index)
-        spent += size
-    chosen.reverse()
-    while (
-        not may_open_with_answer and chosen and records[chosen[0]].role == "assistant"
-    ):  # never start the context with an orphan answer
-        chosen.pop(0)
-    return chosen
+def _newest_steps(
+    record: MessageRecord, convert: Callable[[int], list[ModelMessage]], budget: int, counts: MessageTokens
+) -> tuple[int, list[ModelMessage]] | None:
+    """An answer's newest steps within `budget` (and the first step kept), else None."""
+    steps = sum(1 for p in cast(list[dict[str, Any]], record.parts or []) if p.get("type") == "step-start")
+    if record.role != "assistant" or steps < 2:
+        return None
+    low, high, best = 1, steps - 1, None
+    while low <= high:  # the first step from which the rest fits (fewer steps, fewer tokens)
+        middle = (low + high) // 2
+        converted = convert(middle)
+        if sum(counts.message(m) for m in converted) <= budget:
+            best, high = (middle, converted), middle - 1
+        else:
+            low = middle + 1
+    return best
 
 
 def history_messages(
