@@ -41,6 +41,9 @@ class ContextPolicy(BaseModel):
         context_window: Overrides the model table's window (tokens).
         output_reserve: Overrides the table's output reserve (tokens).
         compaction: False turns compaction off (the next turn's history still counts tokens).
+        offload_above: Tool outputs longer than this many characters reach the model as a preview
+            and a handle for the built-in `read_output` tool (the blob store keeps them whole);
+            None sends every output whole.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -54,6 +57,7 @@ class ContextPolicy(BaseModel):
     context_window: int | None = Field(default=None, ge=1_024)
     output_reserve: int | None = Field(default=None, ge=0)
     compaction: bool = True
+    offload_above: int | None = Field(default=20_000, ge=1_000)
 
     def window(self, model_id: str) -> ModelWindow:
         """The model's window with this policy's overrides."""

@@ -1,16 +1,19 @@
-"""The compaction step of a durable run: its own checkpoint, before a step that would not fit.
+"""The context steps of a durable run: big outputs out of the prompt, and compaction with its checkpoint.
 
-Before each model step the worker measures the next request (instructions, tools, conversation)
-with the process's cached counts. Over the agent's `ContextPolicy` limit, this step summarizes the
-oldest part (`stepline.context.compaction`), streams the summary as a `data-context-summary` part
-(id `summary-<runId>-<n>`: a redo streams the same part again, which replaces it) and the message's
-`metadata.context` (`compactions`, `lastCompaction`), then saves a checkpoint (reason `compaction`)
-holding the compacted state. A crash before that checkpoint redoes the compaction from the previous
-one; after it, the run goes on from the compacted state and never summarizes the same part again.
+Before each model step the worker first keeps big tool outputs out of the prompt (`offloaded`, with
+`stepline.context.offload`; the `read_output` tool is offered then), then measures the next request
+(instructions, tools, conversation) with the process's cached counts. Over the agent's
+`ContextPolicy` limit, `compaction_step` summarizes the oldest part (`stepline.context.compaction`),
+streams the summary as a `data-context-summary` part (id `summary-<runId>-<n>`: a redo streams the
+same part again, which replaces it) and the message's `metadata.context` (`compactions`,
+`lastCompaction`), then saves a checkpoint (reason `compaction`) holding the compacted state. A
+crash before that checkpoint redoes the compaction from the previous one; after it, the run goes
+on from the compacted state and never summarizes the same part again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import cast
 
@@ -19,6 +22,8 @@ from pydantic import JsonValue
 from ..agent.definition import Agent
 from ..context.compaction import compact, measure
 from ..context.groups import summary_of
+from ..context.offload import has_handles, offload_outputs
+from ..context.read_output import read_output
 from ..context.tokens import shared_tokens
 from ..llm.base import LanguageModel
 from ..llm.errors import ModelCallError
@@ -33,7 +38,7 @@ from ..store.records import RunRecord
 from .recorder import RunRecorder
 from .services import Services
 
-__all__ = ["compaction_step"]
+__all__ = ["compaction_step", "compactions", "offloaded"]
 
 _LOG = logging.getLogger("stepline.runtime")
 
@@ -45,6 +50,21 @@ def _summarizer(services: Services, agent: Agent, model: LanguageModel) -> Langu
     if isinstance(chosen, str):
         return services.resolve(chosen, agent.timeouts.request)
     return cast(LanguageModel, chosen)
+
+
+def offloaded(
+    services: Services, agent: Agent, config: LoopConfig, run: RunRecord, state: LoopState
+) -> tuple[LoopConfig, LoopState]:
+    """The step's config and state with big tool outputs offloaded, and `read_output` offered if any is."""
+    above = agent.context.offload_above
+    if above is None or services.blobs is None:
+        return config, state
+    state = offload_outputs(state, blobs=services.blobs, user_id=run.user_id, above=above)
+    if config.tool(read_output.name) is None and has_handles([*state.messages, *state.response_messages]):
+        tools = [*config.tools, read_output]
+        active = None if config.active_tools is None else [*config.active_tools, read_output.name]
+        config = dataclasses.replace(config, tools=tools, active_tools=active)
+    return config, state
 
 
 async def compaction_step(

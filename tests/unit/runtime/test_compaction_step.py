@@ -9,6 +9,7 @@ Functions retries it.
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -16,8 +17,11 @@ import pytest
 
 from stepline import Agent
 from stepline.context.policy import ContextPolicy
+from stepline.llm.base import ToolDefinition
 from stepline.loop.state import LoopState
 from stepline.loop.stop import is_step_count
+from stepline.protocol._json import dumps
+from stepline.protocol.model_messages import ModelMessage
 from stepline.runtime.compaction import compactions
 from stepline.runtime.handlers import handlers
 from stepline.store.history import SUMMARY_PART
@@ -25,7 +29,8 @@ from stepline.store.memory import MemoryStore
 from stepline.store.records import CheckpointReason, CheckpointRecord
 from stepline.testing.engine import LambdaContext
 from stepline.testing.harness import Harness
-from tests.support.long_task import LongTask, long_task_model, read_tool
+from stepline.testing.script import FunctionModel, call, text
+from tests.support.long_task import LongTask, long_task_model, part_text, read_tool
 
 POLICY = ContextPolicy(context_window=32_000, output_reserve=2_000, keep_recent=3)
 
@@ -136,3 +141,33 @@ def test_a_crash_during_a_compaction_redoes_it_and_one_after_it_never_summarizes
     assert task.summaries == done
     assert task.summary_requests == done + (1 if when == "during" else 0)  # never again after its checkpoint
     assert task.refused == 0 and max(task.sizes) <= task.window
+
+
+def test_outputs_of_100_kb_reach_the_model_as_previews_and_the_message_keeps_them_whole() -> None:
+    task = LongTask(total=40)
+    harness = Harness(_agent(40, 100_000), model=long_task_model(task))
+    result = harness.turn("Read all 40 parts.")
+    assert result.status == "completed", result.stream_errors
+    assert task.refused == 0 and max(task.sizes) <= task.window
+    outputs = [p["output"] for p in result.stored_message["parts"] if p.get("type") == "tool-read"]
+    assert len(outputs) == 40 and all(len(o) == 100_000 for o in outputs)  # the UI's message: whole outputs
+    assert [t.input for t in result.tool_calls] == [{"part": k} for k in range(1, 41)]
+
+
+def test_the_model_reads_an_offloaded_output_with_read_output() -> None:
+    def model(prompt: list[ModelMessage], tools: list[ToolDefinition]) -> Any:
+        wire = dumps([m.to_wire() for m in prompt])
+        handles = re.findall(r"\[stepline output ([0-9a-f]{64}):", wire)
+        if not handles:
+            return call("read", part=7)
+        if '"toolName":"read_output"' not in wire:
+            assert "read_output" in [t.name for t in tools]
+            return call("read_output", handle=handles[0], offset=50_000, length=200)
+        expected = part_text(7, 100_000)[50_000:50_200]
+        return text("the piece matches" if dumps(expected) in wire else "the piece differs")
+
+    harness = Harness(_agent(3, 100_000), model=FunctionModel(model))
+    result = harness.turn("Read part 7, then look at its middle.")
+    assert result.status == "completed", result.stream_errors
+    assert result.message["parts"][-1]["text"] == "the piece matches"
+    assert [t.name for t in result.tool_calls] == ["read", "read_output"]
