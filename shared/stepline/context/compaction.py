@@ -82,13 +82,14 @@ async def compact(
     """
     messages = [*state.messages, *state.response_messages]
     counts = [tokens.message(m) for m in messages]
-    goal = policy.goal(model_id) - policy.summary_max_tokens - fixed_tokens
+    summary_tokens = min(policy.summary_max_tokens, policy.goal(model_id) // 4)
+    goal = policy.goal(model_id) - summary_tokens - fixed_tokens
     cut = plan_cut(counts, groups(messages), goal=max(goal, 0), keep_recent=policy.keep_recent)
     if cut.messages == 0:
         return None
     summarized = messages[: cut.messages]
     previous = summary_of(messages[0])
-    summary = await _summarize(summarizer, summarized, policy, tokens)
+    summary = await _summarize(summarizer, summarized, policy, tokens, summary_tokens)
     marker: dict[str, JsonValue] = {
         "index": int(previous["index"]) + 1 if previous else 1,
         "runId": state.run_id,
@@ -131,26 +132,30 @@ def _coverage(state: LoopState, cut: int, previous: dict[str, Any] | None) -> di
 
 
 async def _summarize(
-    model: LanguageModel, messages: Sequence[ModelMessage], policy: ContextPolicy, tokens: MessageTokens
+    model: LanguageModel,
+    messages: Sequence[ModelMessage],
+    policy: ContextPolicy,
+    tokens: MessageTokens,
+    summary_tokens: int,
 ) -> str:
     """The summary of `messages`, folded over as many calls as the summarizer's window needs."""
     window = policy.window(model.model_id)
-    overhead = tokens.text(policy.summary_instructions) + policy.summary_max_tokens * 2 + 64
+    overhead = tokens.text(policy.summary_instructions) + summary_tokens * 2 + 64
     budget = max(int(window.input_budget * policy.threshold) - overhead, 256)
     summary = ""
     for piece in pieces(transcript_lines(messages, item_chars=ITEM_CHARS), budget, tokens.text):
         earlier = f"Earlier summary:\n{summary}\n\n" if summary else ""
-        summary = await _call(model, policy, f"{earlier}Transcript:\n{piece}")
+        summary = await _call(model, policy, f"{earlier}Transcript:\n{piece}", summary_tokens)
     return summary
 
 
-async def _call(model: LanguageModel, policy: ContextPolicy, text: str) -> str:
+async def _call(model: LanguageModel, policy: ContextPolicy, text: str, summary_tokens: int) -> str:
     options = ModelCallOptions(
         prompt=[
             SystemModelMessage(content=policy.summary_instructions),
             UserModelMessage(content=[ModelTextPart(text=text)]),
         ],
-        max_output_tokens=policy.summary_max_tokens,
+        max_output_tokens=summary_tokens,
     )
     out: list[str] = []
     async for part in model.stream(options):

@@ -58,7 +58,8 @@ def plan_cut(counts: Sequence[int], ranges: Sequence[tuple[int, int]], *, goal: 
     """Summarize the fewest oldest groups that bring the rest within `goal` tokens.
 
     The newest `keep_recent` groups are never summarized; when even they do not fit, fewer are kept
-    (down to the newest one, which holds what the next call answers).
+    (down to the newest one, which holds what the next call answers), and when that is still over
+    the goal, everything before the newest group is summarized.
     """
     total = sum(counts)
     for keep in range(min(keep_recent, len(ranges)), 0, -1):
@@ -69,6 +70,9 @@ def plan_cut(counts: Sequence[int], ranges: Sequence[tuple[int, int]], *, goal: 
             remaining -= sum(counts[start:end])
         if remaining <= goal and len(ranges) > keep:
             return Cut(ranges[len(ranges) - keep][0], remaining)
+    if len(ranges) > 1:
+        start = ranges[-1][0]
+        return Cut(start, sum(counts[start:]))
     return Cut(0, total)
 
 

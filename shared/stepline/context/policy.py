@@ -17,7 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .windows import ModelWindow, window_for
 
-__all__ = ["DEFAULT_SUMMARY_INSTRUCTIONS", "ContextPolicy"]
+__all__ = ["DEFAULT_SUMMARY_INSTRUCTIONS", "HISTORY_WINDOWS", "ContextPolicy"]
+
+HISTORY_WINDOWS = 4
+"""With compaction on, a new turn carries up to this many limits' worth of the conversation."""
 
 DEFAULT_SUMMARY_INSTRUCTIONS = (
     "You compact a long agent conversation. Summarize the transcript you are given so the agent can "
@@ -70,6 +73,14 @@ class ContextPolicy(BaseModel):
     def limit(self, model_id: str) -> int:
         """Prompt tokens above which a compaction step runs first."""
         return int(self.window(model_id).input_budget * self.threshold)
+
+    def history_budget(self, model_id: str) -> int:
+        """Tokens of the conversation a new turn carries (the limit, several times over with compaction).
+
+        With compaction on, more than fits: the turn's first step summarizes the excess (folding
+        over several summarizer calls) instead of the excess being left out.
+        """
+        return self.limit(model_id) * (HISTORY_WINDOWS if self.compaction else 1)
 
     def goal(self, model_id: str) -> int:
         """Prompt tokens a compaction aims for (the summary included)."""

@@ -117,7 +117,7 @@ def _prepare_run(
     ]
     history = turn_history(
         earlier,
-        budget_tokens=chosen.context.limit(model.model_id),
+        budget_tokens=chosen.context.history_budget(model.model_id),
         tokens=shared_tokens(),
         reasoning=chosen.reasoning_history,
         model_supports_reasoning=model.capabilities.reasoning_history,
