@@ -124,6 +124,8 @@ def _convert(
 
 def _newest_summary(messages: Sequence[MessageRecord]) -> tuple[int, dict[str, Any]] | None:
     for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role != "assistant":
+            continue  # only a run writes summaries (a client's own data part is not one)
         for part in reversed(cast(list[dict[str, Any]], messages[index].parts or [])):
             data: Any = part.get("data")
             if part.get("type") == SUMMARY_PART and isinstance(data, dict):
