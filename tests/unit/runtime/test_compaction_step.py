@@ -17,6 +17,7 @@ import pytest
 
 from stepline import Agent
 from stepline.context.policy import ContextPolicy
+from stepline.context.tokens import shared_tokens
 from stepline.llm.base import ToolDefinition
 from stepline.loop.state import LoopState
 from stepline.loop.stop import is_step_count
@@ -171,3 +172,23 @@ def test_the_model_reads_an_offloaded_output_with_read_output() -> None:
     assert result.status == "completed", result.stream_errors
     assert result.message["parts"][-1]["text"] == "the piece matches"
     assert [t.name for t in result.tool_calls] == ["read", "read_output"]
+
+
+def test_outputs_sent_whole_are_summarized_within_the_window_too() -> None:
+    task = LongTask(total=8)
+    policy = POLICY.model_copy(update={"offload_above": None})
+    agent = Agent(name="long", tools=[read_tool(45_000)], context=policy, stop_when=is_step_count(13))
+    harness = Harness(agent, model=long_task_model(task))
+    result = harness.turn("Read all 8 parts.")
+    assert result.status == "completed", result.stream_errors
+    assert task.summaries >= 2 and task.refused == 0 and max(task.sizes) <= task.window
+
+
+def test_a_step_counts_only_the_messages_the_previous_step_added() -> None:
+    counted = shared_tokens().counted
+    task = LongTask(total=30)
+    result = Harness(_agent(30, 6_000), model=long_task_model(task)).turn("Read all 30 parts.")
+    assert result.status == "completed"
+    # each step adds an assistant and a tool message; a compaction adds a summary: recounting the
+    # history every step would count hundreds of messages more
+    assert shared_tokens().counted - counted <= 3 * 31 + 2 * task.summaries + 10
