@@ -9,8 +9,10 @@
 - `lookup_order` only sees the customer's own orders (`claims["sub"]`).
 - `refund_order` needs a person's approval above the automatic limit (a per-call policy), and
   records the refund in the conversation's workspace, so it lasts across processes.
-- `prepare_step` compacts a long conversation: earlier turns become a short digest in the
-  instructions, the current turn is sent whole.
+- `context` keeps a long conversation within the model's window: once a request would pass 80%
+  of it, a compaction step has the model summarize the oldest turns (the newest four groups stay
+  verbatim, a tool call never apart from its result), and later turns carry that summary. The
+  refund records and order lookups outlive it in the workspace and the order system.
 """
 
 from __future__ import annotations
@@ -20,15 +22,14 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, JsonValue
 
 from stepline import Agent, RunContext, is_step_count, tool
-from stepline.loop.config import PrepareStepResult
+from stepline.context.policy import ContextPolicy
 from stepline.protocol._json import dumps
-from stepline.protocol.model_messages import AssistantModelMessage, ModelTextPart, UserModelMessage
 from stepline.store import workspace
 
 AUTOMATIC_REFUND_LIMIT = 20.0
 """Refunds up to this amount go through without a person."""
-COMPACT_AFTER_CHARS = 2_000
-"""Earlier turns longer than this (in text) are compacted into a digest."""
+CONTEXT = ContextPolicy(threshold=0.8, keep_recent=4)
+"""Compaction past 80% of the model's window, the newest four groups verbatim."""
 
 ORDERS: dict[str, dict[str, Any]] = {
     # The order system this example stands in for (read only): order id -> order.
@@ -102,37 +103,12 @@ def instructions(context: RunContext) -> str:
     )
 
 
-def _text(message: Any) -> str:
-    if isinstance(message, UserModelMessage | AssistantModelMessage):
-        return " ".join(p.text for p in message.content if isinstance(p, ModelTextPart))
-    return ""
-
-
-def compact(*, messages: list[Any], instructions: Any, **_: Any) -> PrepareStepResult | None:
-    """Send earlier turns as a digest once they are long; the current turn goes whole.
-
-    The current turn starts at the last user message, so every tool call it sends keeps its
-    result. A step of a short conversation is left alone (None).
-    """
-    last_user = max((i for i, m in enumerate(messages) if isinstance(m, UserModelMessage)), default=0)
-    earlier = messages[:last_user]
-    if sum(len(_text(m)) for m in earlier) <= COMPACT_AFTER_CHARS:
-        return None
-    lines = [f"{m.role}: {_text(m)[:160]}" for m in earlier if _text(m)]
-    digest = "\n".join(lines[-8:])
-    base = instructions if isinstance(instructions, str) else ""
-    return PrepareStepResult(
-        messages=messages[last_user:],
-        instructions=f"{base}\n\nEarlier in this conversation (compacted, newest last):\n{digest}",
-    )
-
-
 agent = Agent(
     name="support",
     description="Acme's support desk: orders and refunds.",
     instructions=instructions,
     tools=[lookup_order, refund_order],
-    prepare_step=compact,
+    context=CONTEXT,
     temperature=0.3,
     stop_when=is_step_count(10),
 )

@@ -114,3 +114,26 @@ def test_a_conversation_deleted_from_the_sidebar_is_gone_after_a_reload(ui: Ui) 
     expect(ui.page.get_by_test_id("user-message")).to_have_count(0)
     expect(ui.page.locator(f"[data-conversation-id='{deleted}']")).to_have_count(0)
     assert_clean_console(ui, RESOURCE_ERROR)  # its GET answers 404: the page starts it anew
+
+
+def test_a_compaction_shows_as_earlier_context_summarized_readable_on_click(ui: Ui) -> None:
+    chat_id = f"chat-{uuid.uuid4()}"
+    summary: dict[str, object] = {
+        "type": "data-context-summary",
+        "id": "summary-run-1-1",
+        "data": {
+            "summary": "The user asked for **six** reads.",
+            "index": 1,
+            "tokensBefore": 26000,
+            "tokensAfter": 9000,
+        },
+    }
+    post_chat(ui, chat_id, [{"type": "text", "text": "carry on"}, summary])
+    ui.open(f"/c/{chat_id}")
+    block = ui.page.get_by_test_id("context-summary")
+    expect(block.locator("summary")).to_contain_text("Earlier context summarized")
+    expect(block.locator("summary")).to_contain_text("26,000 → 9,000 tokens")
+    expect(block.get_by_test_id("context-summary-text")).not_to_be_visible()
+    block.locator("summary").click()
+    expect(block.get_by_test_id("context-summary-text")).to_contain_text("The user asked for six reads.")
+    assert_clean_console(ui)

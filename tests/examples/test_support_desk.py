@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from examples.support_desk.agent import COMPACT_AFTER_CHARS, agent
-from stepline.protocol.model_messages import ModelMessage, SystemModelMessage, UserModelMessage
+from examples.support_desk.agent import CONTEXT, agent
+from stepline.context.groups import summary_of, unpaired_calls
+from stepline.context.policy import DEFAULT_SUMMARY_INSTRUCTIONS
+from stepline.llm.base import ToolDefinition
+from stepline.protocol.model_messages import ModelMessage, SystemModelMessage
 from stepline.store import workspace
 from stepline.testing import Harness, call, run_turn, scripted_model, text
+from stepline.testing.script import FunctionModel
 
 ANN = {"sub": "cust-ann", "name": "Ann", "custom:tier": "gold"}
 
@@ -55,19 +60,23 @@ def test_a_customer_never_sees_another_customers_order() -> None:
     assert "Grinder" not in json.dumps(result.message)
 
 
-def test_a_long_conversation_is_compacted_into_the_instructions() -> None:
-    long_answer = "x" * (COMPACT_AFTER_CHARS // 2)
-    model = scripted_model([text(long_answer), text(long_answer), text("short"), text("compacted answer")])
-    harness = Harness(agent, model=model, user_id="cust-ann", claims=ANN)
+def test_a_long_conversation_is_summarized_by_the_policy_and_later_turns_carry_the_summary() -> None:
+    def answer(prompt: list[ModelMessage], tools: list[ToolDefinition]) -> Any:
+        if system_text(prompt) == DEFAULT_SUMMARY_INSTRUCTIONS:
+            return text("Ann asked three questions about her espresso machine; each was answered.")
+        return text(" ".join(f"detail{n}" for n in range(300)))  # a long answer, every turn
+
+    small = agent.model_copy(
+        update={"context": CONTEXT.model_copy(update={"context_window": 2_500, "output_reserve": 100})}
+    )
+    model = FunctionModel(answer)
+    harness = Harness(small, model=model, user_id="cust-ann", claims=ANN)
     conversation = harness.turn("first question").conversation_id
-    for question in ("second question", "third question", "fourth question"):
-        assert harness.turn(question, conversation_id=conversation).status == "completed"
-    short, *_, compacted = model.calls
-    assert [m.role for m in short.prompt] == ["system", "user"]
-    # the fourth turn: the earlier turns are a digest in the instructions, only the last question is sent
-    assert [m.role for m in compacted.prompt] == ["system", "user"]
-    (user,) = [m for m in compacted.prompt if isinstance(m, UserModelMessage)]
-    assert user.content[0].text == "fourth question"  # type: ignore[union-attr]
-    assert "Earlier in this conversation (compacted" in system_text(compacted.prompt)
-    assert "user: second question" in system_text(compacted.prompt)
-    assert "talking to Ann" in system_text(compacted.prompt)  # the dynamic instructions are kept
+    turns = [harness.turn(q, conversation_id=conversation) for q in ("second", "third", "fourth", "fifth", "sixth")]
+    assert all(t.status == "completed" for t in turns)
+    summarized = [t for t in turns if any(p["type"] == "data-context-summary" for p in t.stored_message["parts"])]
+    assert summarized, "a compaction step ran"
+    assert turns[-1].message["metadata"]["context"]["history"]["summarizedThrough"]  # the next turns carry it
+    final = model.calls[-1].prompt
+    assert any(summary_of(m) is not None for m in final) and unpaired_calls(final) == []
+    assert "talking to Ann" in system_text(final)  # the dynamic instructions are kept

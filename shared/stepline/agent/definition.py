@@ -40,6 +40,7 @@ from pydantic import (
     model_validator,
 )
 
+from ..context.policy import ContextPolicy
 from ..errors import StepLineError
 from ..llm.base import LanguageModel, ToolChoice
 from ..loop.approval import approval_rule
@@ -49,7 +50,6 @@ from ..loop.stop import StopCondition, is_step_count
 from ..loop.tools import ApprovalPolicy, ApprovalSetting, Tool
 from ..protocol.model_messages import ProviderOptions, SystemModelMessage
 from ..protocol.to_model_messages import ReasoningPolicy
-from ..store.history import DEFAULT_BUDGET_CHARS
 from .fingerprint import digest
 from .toolsets import agent_tools
 from .unattended import Hook, Schedule, unique_names
@@ -85,7 +85,8 @@ class Agent(BaseModel):
         tools: The agent's tools (`@tool` functions, `tool(...)` definitions, toolsets).
         tool_approval: Per tool name a setting or a policy, or one policy for every tool; a
             tool's own `@tool(approval=...)` applies where this names nothing for it.
-        history_budget_chars: How much of the conversation the next turn sends again (newest first).
+        context: How the context stays within the model's window (`ContextPolicy`): the next
+            turn's history by tokens, and compaction steps when a call would exceed its threshold.
         reasoning_history: What happens to earlier reasoning parts on the next turn.
         tracer: An OpenTelemetry tracer: spans per step, model call and tool (on the durable path
             the runtime's tracer is used when this is None).
@@ -130,7 +131,7 @@ class Agent(BaseModel):
     output: type[BaseModel] | None = None
     output_schema: dict[str, JsonValue] | None = None
     include: InstanceOf[Include] = Field(default_factory=Include)
-    history_budget_chars: int = Field(default=DEFAULT_BUDGET_CHARS, ge=1)
+    context: InstanceOf[ContextPolicy] = Field(default_factory=ContextPolicy)
     reasoning_history: ReasoningPolicy = "auto"
     on_start: Callback | None = None
     on_step_start: Callback | None = None

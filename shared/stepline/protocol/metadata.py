@@ -73,6 +73,10 @@ class MessageMetadata(WireModel):
     abort: AbortInfo | None = None
     run_id: NonEmpty | None = None
     """Stepline extension: the run that wrote this message, so a client can resume or abort it."""
+    context: dict[str, JsonValue] | None = None
+    """Stepline extension: how the run's context was managed: `history` (what the turn carried of
+    the conversation and what it left out) and, after a compaction, `compactions` (how many) and
+    `lastCompaction` (its marker: what it summarized, tokens before and after)."""
 
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)

@@ -14,6 +14,7 @@ from typing import Any, cast
 from pydantic import JsonValue
 
 from ..agent.definition import Agent
+from ..context.tokens import shared_tokens
 from ..llm.base import LanguageModel
 from ..loop.callbacks import StartEvent
 from ..loop.state import LoopState
@@ -21,7 +22,7 @@ from ..protocol.chunks import (
     StartChunk,
 )
 from ..store.errors import NotFound
-from ..store.history import history_messages
+from ..store.history import turn_history
 from ..store.ports import TurnStart, TurnStarted
 from ..store.records import (
     RunRecord,
@@ -138,13 +139,15 @@ def _prepare_run(
         for m in store.list_messages(user_id, conversation_id, limit=10_000).items
         if m.message_id != assistant_message_id and m.superseded_by is None
     ]
-    history = history_messages(
+    history = turn_history(
         earlier,
-        budget_chars=chosen.history_budget_chars,
+        budget_tokens=chosen.context.history_budget(model.model_id),
+        tokens=shared_tokens(),
         reasoning=chosen.reasoning_history,
         model_supports_reasoning=model.capabilities.reasoning_history,
     )
-    state = LoopState(run_id=run_id, message_id=assistant_message_id, started_at=now, messages=history)
+    metadata["context"] = {"history": history.report.to_metadata()}
+    state = LoopState(run_id=run_id, message_id=assistant_message_id, started_at=now, messages=history.messages)
     store.save_checkpoint(
         user_id, run_id, state=state.model_dump(mode="json", by_alias=True), reason="step_end", now=now
     )

@@ -39,6 +39,7 @@ from ..store.records import (
 from . import inspection
 from . import retries as retry_log
 from .announce import announce_approvals, announce_question
+from .compaction import compaction_step, offloaded
 from .ending import fail_run
 from .recorder import RunRecorder
 from .services import Services
@@ -116,7 +117,12 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
             state = await resume_with_decisions(config, state, decisions, emit=recorder.emit)
         if outputs:
             state = await resume_with_client_outputs(config, state, outputs, emit=recorder.emit)
-        outcome = await _step_until_abort(config, state, recorder, abort)
+        config, state = offloaded(services, agent, config, run, state)
+        compacted = await compaction_step(services, agent, config, run, state, recorder)
+        if isinstance(compacted, StepOutcome):
+            outcome = compacted  # the summarizer failed: the step fails (and is retried) as a model call does
+        else:
+            outcome = await _step_until_abort(config, compacted, recorder, abort)
     finally:
         for task in (watcher, timer):
             task.cancel()

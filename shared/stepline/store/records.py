@@ -45,7 +45,7 @@ RunStatus = Literal[
 StepStatus = Literal["running", "completed", "failed", "interrupted"]
 ToolCallStatus = Literal["pending", "running", "awaiting_approval", "success", "denied", "expired", "error"]
 ApprovalStatus = Literal["requested", "processing", "approved", "denied", "expired"]
-CheckpointReason = Literal["step_end", "approval_wait", "tool_end", "interrupted"]
+CheckpointReason = Literal["step_end", "approval_wait", "tool_end", "interrupted", "compaction"]
 
 TERMINAL: Final[dict[str, frozenset[str]]] = {
     "message": frozenset({"completed", "failed", "aborted"}),

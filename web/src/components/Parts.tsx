@@ -441,6 +441,33 @@ export function FileCard({ url, mediaType, filename }: { url: string; mediaType:
   );
 }
 
+/** The data of a `data-context-summary` part: a compaction step of the run. */
+interface ContextSummary {
+  summary?: string;
+  index?: number;
+  summarizedMessages?: number;
+  tokensBefore?: number;
+  tokensAfter?: number;
+}
+
+/** "Earlier context summarized": the run compacted its context here; the summary opens on click. */
+export function ContextSummaryBlock({ data }: { data: ContextSummary }) {
+  const before = data.tokensBefore, after = data.tokensAfter;
+  const figures = before !== undefined && after !== undefined ? `${before.toLocaleString()} → ${after.toLocaleString()} tokens` : '';
+  return (
+    <details className="block context-summary" data-testid="context-summary" data-summary-index={data.index}>
+      <summary>
+        <Icon name="brain" />
+        <span className="block-title">Earlier context summarized</span>
+        <span className="block-summary">{figures}</span>
+      </summary>
+      <div className="block-body" data-testid="context-summary-text">
+        <Markdown text={data.summary ?? ''} />
+      </div>
+    </details>
+  );
+}
+
 export function ProcessPartFallback({ part }: { part: Part }) {
   const record = part as unknown as Record<string, unknown>;
   const kind = typeof record.kind === 'string' ? record.kind : undefined;
@@ -451,6 +478,9 @@ export function ProcessPartFallback({ part }: { part: Part }) {
         <Icon name="refresh" /> Model call failed ({data.reason ?? 'error'}); retrying, attempt {String(data.attempt ?? '?')}
       </div>
     );
+  }
+  if (part.type === 'data-context-summary') {
+    return <ContextSummaryBlock data={(record.data ?? {}) as ContextSummary} />;
   }
   const { type: _type, ...rest } = record;
   return (

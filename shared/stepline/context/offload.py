@@ -1,0 +1,83 @@
+"""Big tool outputs kept out of the prompt: the blob store holds them, the model reads them on demand.
+
+Before each step, a tool result whose text (a string, or the JSON of any other output) is longer than
+the policy's `offload_above` characters is stored whole in the blob store (content-addressed under
+the user's `outputs/`, so a redo stores the same object) and replaced *in the prompt* by its head and
+tail, its size, and a handle: the SHA-256 of the text. The built-in `read_output` tool
+(`stepline.context.read_output`) reads any range of it, or searches it. The stream, the stored
+message and the UI keep the full output: only what the model is sent changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..loop.state import LoopState
+from ..protocol._json import dumps
+from ..protocol.model_messages import ModelMessage, TextOutput, ToolModelMessage, ToolResultPart
+from ..store.blobs import BlobStore, sha256_hex
+
+__all__ = ["OUTPUTS_KIND", "PREVIEW_HEAD", "PREVIEW_TAIL", "has_handles", "offload_outputs", "preview"]
+
+OUTPUTS_KIND = "outputs"
+PREVIEW_HEAD = 1_500
+PREVIEW_TAIL = 500
+_MARK = "[stepline output "
+
+
+def preview(text: str, handle: str) -> str:
+    """What the model sees of an offloaded output."""
+    return (
+        f"{_MARK}{handle}: {len(text)} characters, the first {PREVIEW_HEAD} and the last {PREVIEW_TAIL} "
+        "shown; read any part with read_output(handle, offset, length), or find text in it with "
+        f"read_output(handle, search=...)]\n{text[:PREVIEW_HEAD]}\n… [{len(text) - PREVIEW_HEAD - PREVIEW_TAIL} "
+        f"characters not shown] …\n{text[-PREVIEW_TAIL:]}"
+    )
+
+
+def _text_of(part: ToolResultPart) -> str | None:
+    output: Any = part.output
+    kind = getattr(output, "type", None)
+    if kind == "text":
+        return str(output.value)
+    if kind == "json":
+        return dumps(output.value)
+    return None  # errors, denials and content outputs are left as they are
+
+
+def offload_outputs(state: LoopState, *, blobs: BlobStore, user_id: str, above: int) -> LoopState:
+    """The state with every tool output over `above` characters offloaded (the same state when none is)."""
+    changed = False
+
+    def convert(message: ModelMessage) -> ModelMessage:
+        nonlocal changed
+        if not isinstance(message, ToolModelMessage):
+            return message
+        parts: list[Any] = []
+        for part in message.content:
+            text = _text_of(part) if isinstance(part, ToolResultPart) else None
+            if text is None or len(text) <= above or text.startswith(_MARK):
+                parts.append(part)
+                continue
+            data = text.encode("utf-8")
+            blobs.put(user_id, data, media_type="text/plain; charset=utf-8", kind=OUTPUTS_KIND)
+            parts.append(part.model_copy(update={"output": TextOutput(value=preview(text, sha256_hex(data)))}))
+            changed = True
+        return message.model_copy(update={"content": parts}) if parts != list(message.content) else message
+
+    messages = [convert(m) for m in state.messages]
+    responses = [convert(m) for m in state.response_messages]
+    if not changed:
+        return state
+    return state.model_copy(update={"messages": messages, "response_messages": responses})
+
+
+def has_handles(messages: Sequence[ModelMessage]) -> bool:
+    """Whether any tool result in `messages` is an offloaded output's preview."""
+    return any(
+        isinstance(p, ToolResultPart) and (_text_of(p) or "").startswith(_MARK)
+        for m in messages
+        if isinstance(m, ToolModelMessage)
+        for p in m.content
+    )
