@@ -236,3 +236,22 @@ def test_a_new_message_closes_a_waiting_approval_with_the_reason_recorded(server
     assert approval.status == "expired" and approval.expired_reason == "new_user_message"
     assert late.status_code == 410 and agents.RUNS["remember"] == 0
     assert decode_ui_message_stream(moved_on.text)[-1].type == "finish" and user["id"] == "u1"
+
+
+def test_a_steer_the_run_never_reached_becomes_the_next_turn(server: Running) -> None:
+    with server.client() as client:
+        first, one = in_background(server, lambda c: post(c, "steer-late", "answer slowly", "u1"))
+        until(lambda: streaming_text(server, "steer-late"), "the only step streams")
+        steered, late = in_background(server, lambda c: post(c, "steer-late", "and then this", "u2", policy="steer"))
+        until(lambda: stored(client, "steer-late")["waiting"], "u2 waits for a step boundary")
+        first.join(30)
+        steered.join(30)
+        conversation = until(lambda: idle(client, "steer-late"), "the chat is idle")
+        resumed = client.get("/api/chat/steer-late/stream")
+    messages = conversation["messages"]
+    assert [m["id"] for m in messages if m["role"] == "user"] == ["u1", "u2"], "a turn of its own"
+    assert not any(p["type"] == "steering-message" for p in messages[1]["parts"])
+    assert text_of(messages[3]) == "You said: and then this" and messages[3]["status"] == "completed"
+    assert decode_ui_message_stream(one["response"].text)[-1].type == "finish"
+    assert started_as(decode_ui_message_stream(late["response"].text)) == messages[1]["id"], "it followed the run"
+    assert resumed.status_code == 204, "nothing left to follow"
