@@ -9,7 +9,8 @@ The policy is the agent's (`Agent.on_new_message`), or the request's body field 
 - `interrupt`: the current run is asked to stop at its next safe point (`runtime.safe_point`) and
   the message is queued first; the response streams its run once the current one has stopped;
 - `steer`: the message is handed to the running loop for its next step boundary; the response
-  streams the same run, continuing its assistant message.
+  streams the same run's assistant message from its start (the sender may have none of it), with
+  the `steering-message` part where the model read the message.
 
 A run that waits for the user (an approval, a question) is not working: a new message closes it
 first, whatever the policy (its approvals expire with the reason `new_user_message`).
@@ -22,7 +23,6 @@ from typing import Any, cast, get_args
 from pydantic import JsonValue
 
 from ..agent.definition import NewMessagePolicy
-from ..protocol._json import dumps
 from ..protocol.parts import UIMessage
 from ..protocol.request import message_to_wire
 from ..runtime.inbox import enqueue
@@ -31,7 +31,6 @@ from ..runtime.services import Services
 from ..store.errors import ActiveRunExists, Conflict, NotFound
 from ..store.operations.inbox import NoActiveRun
 from ..store.records import TERMINAL, RunRecord
-from ..store.replay import WHOLE_EVENT
 from .errors import ApiError
 
 __all__ = ["POLICY_FIELD", "RunEnded", "policy_of", "while_working"]
@@ -107,5 +106,4 @@ def while_working(
     run = services.store.get_run(user_id, active.run_id)
     if run.status in TERMINAL["run"]:  # ended before the step boundary: it answers the message as a turn
         return entry.next_run_id or entry.run_id, entry.message_id, [], None
-    start = {"type": "start", "messageId": run.assistant_message_id}
-    return run.run_id, None, [f"data: {dumps(start)}\n\n"], (run.last_event_seq, WHOLE_EVENT)
+    return run.run_id, None, [], None  # the run's whole message: this client may have none of it
