@@ -42,13 +42,13 @@ def post(client: httpx.Client, chat: str, text: str, message_id: str, policy: st
 
 
 def in_background(
-    server: Running, call: Callable[[httpx.Client], httpx.Response]
+    server: Running, call: Callable[[httpx.Client], httpx.Response], user: str | None = None
 ) -> tuple[threading.Thread, dict[str, httpx.Response]]:
-    """`call` with a client of its own, in a thread (its response in the dict once it returns)."""
+    """`call` with a client of its own (as `user`), in a thread (its response in the dict once it returns)."""
     result: dict[str, httpx.Response] = {}
 
     def run() -> None:
-        with server.client() as own:
+        with server.client(user) as own:
             result["response"] = call(own)
 
     thread = threading.Thread(target=run)
