@@ -326,7 +326,7 @@ def test_a_retried_post_resumes_and_a_new_message_leaves_the_waiting_run_incompl
     assert [m["role"] for m in conversation["messages"]] == ["user", "assistant", "user", "assistant"]
 
 
-def test_a_new_message_while_a_run_works_is_a_409(server: Running) -> None:
+def test_a_new_message_while_a_run_works_is_a_409_under_reject(server: Running) -> None:
     with server.client() as client:
         poster = threading.Thread(target=lambda: send(client, "busy-409", "go slowly"))
         poster.start()
@@ -336,10 +336,15 @@ def test_a_new_message_while_a_run_works_is_a_409(server: Running) -> None:
             time.sleep(0.02)
         other = client.post(
             "/api/chat",
-            json={"id": "busy-409", "messages": [user_message("hi", "u2")], "trigger": "submit-message"},
+            json={
+                "id": "busy-409",
+                "messages": [user_message("hi", "u2")],
+                "trigger": "submit-message",
+                "onNewMessage": "reject",
+            },
         )
         poster.join(20)
-    assert other.status_code == 409 and "working" in other.json()["error"]["message"]
+    assert other.status_code == 409 and "is running in this chat" in other.json()["error"]["message"]
 
 
 def test_completion_and_object_streams(server: Running) -> None:

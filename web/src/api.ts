@@ -43,8 +43,47 @@ export interface StoredMessage {
   runId: string | null;
 }
 
+/** A message sent while a run worked, not answered yet: queued (its own run next) or steering the run. */
+export interface WaitingMessage {
+  id: string;
+  mode: 'queue' | 'steer';
+  parts: UIMessage['parts'];
+  runId: string;
+  queuedAt: number;
+}
+
 export interface ConversationDetail extends ConversationSummary {
   messages: StoredMessage[];
+  /** The messages waiting behind (or steering) the active run, in order. */
+  waiting?: WaitingMessage[];
+}
+
+/** What a message sent while a run works does (the server's `onNewMessage`). */
+export type NewMessagePolicy = 'queue' | 'steer' | 'interrupt';
+
+/**
+ * Send a message while a run works (`POST /api/chat` with `onNewMessage`). The answer is not read
+ * here: the chat follows the run that answers it (a queued run once it starts, the steered run's
+ * own stream); an error body is thrown as its message.
+ */
+export async function sendWhileWorking(chatId: string, text: string, policy: NewMessagePolicy, messageId: string): Promise<void> {
+  const controller = new AbortController();
+  const message = { id: messageId, role: 'user', parts: [{ type: 'text', text }] };
+  const response = await apiFetch(apiUrl('/api/chat'), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ id: chatId, messages: [message], trigger: 'submit-message', onNewMessage: policy }),
+    signal: controller.signal,
+  });
+  if (!response.ok) throw new HttpError(response.status, errorMessage(await response.text()));
+  controller.abort(); // the message is stored before the stream starts; this tab follows the run its own way
+}
+
+/** Cancel a queued message before its run starts (404: it has started, or was cancelled). */
+export async function cancelQueued(chatId: string, messageId: string): Promise<void> {
+  const path = `/api/conversations/${encodeURIComponent(chatId)}/queue/${encodeURIComponent(messageId)}`;
+  const response = await apiFetch(apiUrl(path), { method: 'DELETE' });
+  if (!response.ok && response.status !== 404) throw new HttpError(response.status, errorMessage(await response.text()));
 }
 
 /** The message text of an API error body, `{"error": {"status", "message"}}`, or the text itself. */

@@ -54,7 +54,14 @@ from .fingerprint import digest
 from .toolsets import agent_tools
 from .unattended import Hook, Schedule, unique_names
 
-__all__ = ["DEFAULT_MAX_STEPS", "Agent", "AgentDefinitionError", "DynamicInstructions", "ModelResolver"]
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "Agent",
+    "AgentDefinitionError",
+    "DynamicInstructions",
+    "ModelResolver",
+    "NewMessagePolicy",
+]
 
 DEFAULT_MAX_STEPS = 25
 """Model steps a run takes at most when the agent sets no `stop_when` (`STEPLINE_MAX_STEPS`)."""
@@ -63,6 +70,10 @@ DynamicInstructions = Callable[[Any], "Instructions | None | Awaitable[Instructi
 """`(run_context) -> instructions`: called before every step with the run's fixed context."""
 ModelResolver = Callable[[str, float | None], LanguageModel]
 """`(spec, request_timeout) -> model`: how a host turns `provider:model-id` into a model (its keys)."""
+
+NewMessagePolicy = Literal["reject", "queue", "interrupt", "steer"]
+"""What a new user message does while a run of the conversation works (docs/api.md, "A new message
+while a run works"); a request may choose another with the body field `onNewMessage`."""
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -92,6 +103,10 @@ class Agent(BaseModel):
             the runtime's tracer is used when this is None).
         meter: An OpenTelemetry meter: the GenAI client metrics (token usage, call duration).
         trace_content: Spans carry the prompt, the answer and tool arguments and results (masked).
+        on_new_message: What a user message sent while a run works does: `queue` (the default: it
+            is answered by a new run when the current one ends, nothing cut, nothing lost),
+            `reject` (a 409), `interrupt` (the run stops at its next safe point, then the message
+            is answered) or `steer` (the running loop reads it at its next step boundary).
 
     The other fields are the `stream_text` settings of the same names (`tool_choice`,
     `active_tools`, `tool_order`, `stop_when`, `prepare_step`, `repair_tool_call`, the sampling
@@ -151,6 +166,7 @@ class Agent(BaseModel):
     """Runs on a timetable (`stepline.agent.unattended`), each a conversation of its owner."""
     hooks: tuple[Hook, ...] = ()
     """Signed inbound webhooks, each payload mapped to a run (`POST /api/hooks/{agent}/{hook}`)."""
+    on_new_message: NewMessagePolicy = "queue"
 
     _fingerprint: str | None = PrivateAttr(default=None)
 

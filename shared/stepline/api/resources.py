@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import RedirectResponse
 
 from ..runtime.ending import abort_run
+from ..runtime.inbox import start_after
 from ..runtime.waits import decide
 from ..store.artifacts import artifact_link
 from ..store.errors import InvalidCursor, NotFound
@@ -50,6 +51,7 @@ def abort(run_id: Id, user_id: User, services: ServicesDep) -> AbortResult:
     """Stop a run on purpose (a dropped connection never stops one)."""
     services.store.get_run(user_id, run_id)
     result = abort_run(services, user_id, run_id)
+    start_after(services, user_id, run_id)  # a message queued behind the run is answered now
     return AbortResult(run_id=run_id, status=result["status"])
 
 
@@ -80,6 +82,13 @@ def delete_conversation(conversation_id: Id, user_id: User, services: ServicesDe
     services.store.delete_conversation(user_id, conversation_id)
     if services.blobs is not None:
         services.blobs.delete_prefix(workspace_prefix(user_id, conversation_id))
+    return Response(status_code=204)
+
+
+@router.delete("/api/conversations/{conversation_id}/queue/{message_id}", tags=["conversations"], status_code=204)
+def cancel_queued(conversation_id: Id, message_id: Id, user_id: User, services: ServicesDep) -> Response:
+    """Cancel a message that still waits for its run (404 once its run has started, or if never queued)."""
+    services.store.cancel_queued(user_id, conversation_id, message_id, now=services.clock())
     return Response(status_code=204)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
@@ -21,6 +21,7 @@ __all__ = [
     "ErrorBody",
     "Health",
     "Id",
+    "WaitingMessage",
     "approval_view",
     "conversation_detail",
     "conversation_summary",
@@ -86,6 +87,8 @@ class ApprovalView(_Body):
     expires_at: int | None
     decided_by: str | None = None
     """The deciding user's id, or `link` (a signed approval link); null while undecided."""
+    expired_reason: str | None = None
+    """Why an expired approval expired: `timeout`, or its run's stop reason (`new_user_message`)."""
 
 
 def approval_view(record: ApprovalRecord) -> ApprovalView:
@@ -132,10 +135,23 @@ class StoredMessage(_Body):
     run_id: str | None = None
 
 
+class WaitingMessage(_Body):
+    """A user message sent while a run worked, not yet answered: `queue` (its own run next) or `steer`."""
+
+    id: str
+    mode: Literal["queue", "steer"]
+    parts: list[dict[str, JsonValue]]
+    run_id: str
+    """The run that will answer it (queued) or that it steers."""
+    queued_at: int
+
+
 class ConversationDetail(ConversationSummary):
     """A conversation with its stored messages, oldest first."""
 
     messages: list[StoredMessage]
+    waiting: list[WaitingMessage] = Field(default_factory=list[WaitingMessage])
+    """The messages waiting behind (or steering) the active run, in order."""
 
 
 def conversation_summary(record: ConversationRecord) -> ConversationSummary:
@@ -162,5 +178,15 @@ def conversation_detail(record: ConversationRecord, messages: list[MessageRecord
             )
             for m in messages
             if m.superseded_by is None
+        ],
+        waiting=[
+            WaitingMessage(
+                id=e.message_id,
+                mode=e.mode,
+                parts=cast(list[dict[str, JsonValue]], e.message.get("parts") or []),
+                run_id=e.run_id,
+                queued_at=e.queued_at,
+            )
+            for e in record.inbox
         ],
     )

@@ -20,6 +20,7 @@ from .deps import ApiOptions, Options, ServicesDep, User
 from .errors import ApiError
 from .identity import request_claims
 from .oneshot import CompletionRequest, ObjectRequest, completion_sse, completion_text, object_text
+from .queued import cancelled_frames, queued_run_started
 from .schemas import Id
 from .tail import TailOptions, follow_run
 from .turns import Caller, ChatStream, latest_run_id, open_chat
@@ -52,6 +53,20 @@ def _stream_chat(
     )
 
     async def frames() -> AsyncIterator[str]:
+        if chat.queued is not None:  # a queued message: nothing until its run starts
+            started = await queued_run_started(
+                services,
+                user_id,
+                chat.conversation_id,
+                chat.run_id,
+                chat.queued,
+                poll_seconds=options.poll_seconds,
+                max_seconds=options.stream_max_seconds,
+            )
+            if started is not True:  # cancelled (the abort chunk), or waited too long (the client resumes)
+                for frame in cancelled_frames() if started is False else []:
+                    yield frame
+                return
         for frame in chat.prelude:
             yield frame
         # Subscribed before the tail's first read: whatever is appended after that read wakes it.

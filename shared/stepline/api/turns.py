@@ -32,6 +32,7 @@ from ..protocol._json import dumps
 from ..protocol.parts import UIMessage
 from ..protocol.request import ChatRequest, message_to_wire, plan_turn
 from ..runtime.ending import abort_run
+from ..runtime.inbox import start_next
 from ..runtime.services import Services
 from ..runtime.turn import begin_turn
 from ..runtime.waits import answer, decide, run_state
@@ -39,6 +40,7 @@ from ..store.errors import ActiveRunExists, Conflict, DecisionConflict, Gone, No
 from ..store.records import TERMINAL, WAITING_RUN, MessageRecord, RunRecord, check_id
 from ..store.replay import WHOLE_EVENT, EventPosition
 from .errors import ApiError
+from .new_message import RunEnded, policy_of, while_working
 from .tail import wait_position
 
 __all__ = ["Caller", "ChatStream", "latest_run_id", "open_chat"]
@@ -59,6 +61,9 @@ class ChatStream:
     prelude: list[str] = field(default_factory=list[str])
     input_grace: float = 0.0
     """See `TailOptions.input_grace_seconds` (a continuation's run still reads waiting for a moment)."""
+    queued: str | None = None
+    """The waiting message (its id) whose run `run_id` has not started yet: the stream starts with it."""
+    conversation_id: str = ""
 
 
 def new_id(prefix: str) -> str:
@@ -105,24 +110,54 @@ def open_chat(services: Services, user_id: str, request: ChatRequest, caller: Ca
 def _new_reply(
     services: Services, user_id: str, conversation_id: str, message: UIMessage, caller: Caller
 ) -> ChatStream:
-    """A new run for a new user message.
+    """A new run for a new user message, or what the new-message policy does with it.
 
     A run still waiting for the user (an approval, a question) is closed first: the user moved on
     without answering (the old turn stays incomplete), and its pending approvals expire.
-    A run that is working is left alone (409).
+    A run that is working meets the policy (`api.new_message`).
     """
     if message.role != "user":
         raise ApiError(400, "messages: the last message of a new reply must be a user message")
-    try:
-        return _start_reply(services, user_id, conversation_id, message, caller)
-    except ActiveRunExists:
-        active = _active_run(services, user_id, conversation_id)
-        if active is not None and active.request_message_id == message.id:
+    policy = policy_of(services, user_id, conversation_id, caller.body)
+    waiting = _waiting(services, user_id, conversation_id, message.id)
+    if waiting is not None:
+        return waiting
+    for _ in range(3):
+        try:
+            return _start_reply(services, user_id, conversation_id, message, caller)
+        except ActiveRunExists:
+            active = _active_run(services, user_id, conversation_id)
+        if active is None:
+            continue  # ended meanwhile
+        if active.request_message_id == message.id:
             return ChatStream(run_id=active.run_id)  # the same POST again: stream that run
-        if active is None or active.status not in WAITING_RUN:
-            raise ApiError(409, "a run is already working in this chat: wait for it, or abort it") from None
-    abort_run(services, user_id, active.run_id, reason=MOVED_ON)
-    return _start_reply(services, user_id, conversation_id, message, caller)
+        if active.status in WAITING_RUN:
+            abort_run(services, user_id, active.run_id, reason=MOVED_ON)
+            start_next(services, user_id, conversation_id)  # messages that waited behind it come first
+            continue
+        context: dict[str, JsonValue] = {"claims": dict(caller.claims or {"sub": user_id}), "body": dict(caller.body)}
+        try:
+            run_id, queued, prelude, after = while_working(
+                services, user_id, conversation_id, message, active, policy, context
+            )
+        except RunEnded:
+            continue
+        return ChatStream(run_id=run_id, after=after, prelude=prelude, queued=queued, conversation_id=conversation_id)
+    raise ApiError(409, "the chat's runs kept changing; send the message again")
+
+
+def _waiting(services: Services, user_id: str, conversation_id: str, message_id: str) -> ChatStream | None:
+    """The same POST again for a message that waits in the inbox: its stream again."""
+    try:
+        inbox = services.store.get_conversation(user_id, conversation_id).inbox
+    except NotFound:
+        return None
+    entry = next((e for e in inbox if e.message_id == message_id), None)
+    if entry is None:
+        return None
+    if entry.mode == "steer":
+        return ChatStream(run_id=entry.run_id)
+    return ChatStream(run_id=entry.run_id, queued=entry.message_id, conversation_id=conversation_id)
 
 
 def _begin(

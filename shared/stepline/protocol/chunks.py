@@ -6,7 +6,8 @@ with the SDK's `z.looseObject`); an unknown `type` or a missing required key is 
 what `DefaultChatTransport` does.
 
 Compatibility note: `ai@7.0.77` rejects `finishReason: "interrupted"` and the
-`steering-message` chunk; Stepline never emits either (see docs/protocol.md).
+`steering-message` chunk; Stepline never emits the first, and the second only for a message sent
+with the `steer` policy (see docs/protocol.md).
 """
 
 from __future__ import annotations
@@ -294,7 +295,7 @@ class CustomChunk(_Chunk):
 
 
 class SteeringMessageChunk(_Chunk):
-    """A user message injected between steps (ai 7.0.173 only; Stepline accepts it but never emits it)."""
+    """A user message injected between steps (ai 7.0.173 only; Stepline emits it for a steering message)."""
 
     type: Literal["steering-message"] = "steering-message"
     id: str

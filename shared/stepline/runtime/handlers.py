@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..store.errors import ConcurrentUpdate
-from . import ending, waits, worker
+from . import ending, inbox, waits, worker
 from .services import Services
 from .traces import traced_handler
 
@@ -100,11 +100,17 @@ def handlers(services: Callable[[], Services]) -> dict[str, Handler]:
 
     def finalize_run(event: dict[str, Any], context: Any) -> dict[str, Any]:
         # An aborted run is already terminal: finalize_run then returns its stored status.
-        return ending.finalize_run(services(), event["userId"], event["runId"])
+        current = services()
+        result = ending.finalize_run(current, event["userId"], event["runId"])
+        inbox.start_after(current, event["userId"], event["runId"])  # a message waiting behind the run
+        return result
 
     def fail_run(event: dict[str, Any], context: Any) -> dict[str, Any]:
         message, code = _step_error(event.get("input") or {})
-        return ending.fail_run(services(), event["userId"], event["runId"], message, code)
+        current = services()
+        result = ending.fail_run(current, event["userId"], event["runId"], message, code)
+        inbox.start_after(current, event["userId"], event["runId"])
+        return result
 
     functions = (model_step, await_input, expire_input, finalize_run, fail_run)
     return {

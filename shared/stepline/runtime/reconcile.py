@@ -29,6 +29,7 @@ from ..store.errors import NotFound
 from ..store.records import TERMINAL
 from .ending import abort_run, fail_run
 from .executions import Executions
+from .inbox import start_after
 from .services import Services
 
 __all__ = [
@@ -85,6 +86,7 @@ def close_ended_run(
         message, code = _reason(status, error, cause)
         result = fail_run(quiet, user_id, run_id, message, code)
     _LOG.warning("run %s closed as %s: its execution ended %s", run_id, result["status"], status)
+    start_after(services, user_id, run_id)  # a message waiting behind the run gets its turn
     return Reconciled(user_id, run_id, "closed", str(result["status"]))
 
 

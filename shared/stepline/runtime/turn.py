@@ -55,13 +55,15 @@ def begin_turn(
     claims: Mapping[str, JsonValue] | None = None,
     body: Mapping[str, JsonValue] | None = None,
     unattended: Mapping[str, JsonValue] | None = None,
+    dequeue: str | None = None,
 ) -> TurnStarted:
     """Write the turn, its initial checkpoint and its `start` event, then start the workflow.
 
     `supersede_seqs` are the messages a regenerated answer replaces: they leave the history.
     `agent` names the agent of a new conversation (an existing one keeps its own; an unknown name
     raises `UnknownAgentError`); `claims` and `body` become the run's fixed context. `unattended`
-    is what a headless start records on the run (`stepline.runtime.headless`).
+    is what a headless start records on the run (`stepline.runtime.headless`); `dequeue` is the
+    waiting message (`runtime.inbox`) this turn answers, taken out of the inbox in the same write.
     """
     store, now = services.store, services.clock()
     chosen = _turn_agent(services, user_id, conversation_id, agent)
@@ -96,6 +98,7 @@ def begin_turn(
             assistant_metadata=metadata,
             supersede_seqs=supersede_seqs,
             trace=run_trace.traceparent,
+            dequeue=dequeue,
             now=now,
         ),
     )

@@ -36,12 +36,13 @@ from ..store.records import (
     StepRecordRow,
     ToolCallRecord,
 )
-from . import inspection
+from . import inbox, inspection
 from . import retries as retry_log
 from .announce import announce_approvals, announce_question
 from .compaction import compaction_step, offloaded
 from .ending import fail_run
 from .recorder import RunRecorder
+from .safe_point import ToolsStarted
 from .services import Services
 from .stream_push import notifier, notify
 from .turn import run_context_of
@@ -68,6 +69,8 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
     run = store.get_run(user_id, run_id)
     if run.status in TERMINAL["run"]:
         return _reply(run, _TERMINAL_NEXT[run.status])
+    if run.cancel_reason is not None:  # asked to stop between steps: FinalizeRun ends it as aborted
+        return _reply(run, "aborted")
     checkpoint = store.latest_checkpoint(user_id, run_id)
     assert checkpoint is not None, "a run always has its initial checkpoint"
     state = LoopState.model_validate(checkpoint.state)
@@ -81,6 +84,8 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
     if undecided or unanswered:
         return _reply(run, "await-approval" if undecided else "await-client")
     run = store.mark_running(user_id, run_id, now=services.clock())
+    if not decisions and not outputs:  # a step boundary: the messages steering the run join it here
+        state, checkpoint = inbox.deliver_steers(services, run, state, checkpoint)
     message = store.get_message(user_id, run.conversation_id, run.assistant_message_id)
     # The snapshot may lag the log (a crashed attempt) or include more than the checkpoint (a failed
     # attempt saves what the client saw): read from the earlier of the two, once.
@@ -109,6 +114,8 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
         context=run_context_of(services, run),
         abort=abort,
     )
+    tools = ToolsStarted()
+    config = tools.watch(config)
     watcher = asyncio.create_task(_watch_abort(services, user_id, run_id, abort))
     timer = asyncio.create_task(_flush_on_time(recorder, services.delta_window))
     try:
@@ -122,7 +129,7 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
         if isinstance(compacted, StepOutcome):
             outcome = compacted  # the summarizer failed: the step fails (and is retried) as a model call does
         else:
-            outcome = await _step_until_abort(config, compacted, recorder, abort)
+            outcome = await _step_until_abort(config, compacted, recorder, abort, tools)
     finally:
         for task in (watcher, timer):
             task.cancel()
@@ -133,7 +140,8 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
         return _reply(run, "aborted")
     if outcome.kind == "failed":
         return _failed(services, run, outcome, recorder, retry_log.step_retries(attempts))
-    return _persist(services, run, outcome, recorder, approvals)
+    reply = _persist(services, run, outcome, recorder, approvals)
+    return _reply(run, "aborted") if abort.aborted else reply  # interrupted after its tools: saved, then ended
 
 
 def _failed(
@@ -172,14 +180,14 @@ def _response_chunk(decision: ApprovalDecision) -> ToolApprovalResponseChunk:
 
 
 async def _step_until_abort(
-    config: Any, state: LoopState, recorder: RunRecorder, abort: AbortSignal
+    config: Any, state: LoopState, recorder: RunRecorder, abort: AbortSignal, tools: ToolsStarted
 ) -> StepOutcome | None:
     step = asyncio.create_task(run_step(config, state, emit=recorder.emit))
     stop = asyncio.create_task(abort.wait())
     done, _ = await asyncio.wait({step, stop}, return_when=asyncio.FIRST_COMPLETED)
     stop.cancel()
-    if step in done:
-        return step.result()
+    if step in done or tools.finish_step(abort.reason):  # an interrupt never cuts a tool that started
+        return await step
     step.cancel()  # the run was aborted: stop streaming now
     with contextlib.suppress(asyncio.CancelledError):
         await step
@@ -203,7 +211,7 @@ async def _watch_abort(services: Services, user_id: str, run_id: str, abort: Abo
         await asyncio.sleep(ABORT_POLL_SECONDS)
         run = services.store.get_run(user_id, run_id)
         if run.status == "aborted" or run.cancel_reason is not None:  # ended, or asked to stop
-            abort.abort("aborted by the user")
+            abort.abort(run.cancel_reason or "aborted by the user")
         elif run.status in TERMINAL["run"]:
             abort.abort(f"the run has ended ({run.status})")
 

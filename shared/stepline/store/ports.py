@@ -24,10 +24,13 @@ from .records import (
     CheckpointRecord,
     ConversationRecord,
     EventRecord,
+    InboxEntry,
     MessageRecord,
     NewEvent,
     RunRecord,
     RunStatus,
+    StagedSteers,
+    SteerBuilder,
     StepRecordRow,
     ToolCallRecord,
 )
@@ -76,6 +79,8 @@ class TurnStart:
     """Messages this turn replaces (a regenerated answer): marked `superseded_by` the new run."""
     trace: str | None = None
     """The run's trace context (a W3C `traceparent`), stored on the run (`RunRecord.trace`)."""
+    dequeue: str | None = None
+    """The inbox entry (its message id) this turn answers: removed in the same write (`Conflict` if gone)."""
     now: int
 
 
@@ -160,6 +165,27 @@ class Store(Protocol):
 
     def delete_conversation(self, user_id: str, conversation_id: str) -> None:
         """Deletes the conversation and its messages; refused while a run is active."""
+        ...
+
+    def enqueue_message(
+        self, user_id: str, conversation_id: str, entry: InboxEntry, *, now: int, first: bool = False
+    ) -> InboxEntry:
+        """Queue or steer a message behind the active run (`operations.inbox.enqueue`)."""
+        ...
+
+    def cancel_queued(self, user_id: str, conversation_id: str, message_id: str, *, now: int) -> InboxEntry:
+        """Remove a message still waiting in the inbox (`NotFound` once answered)."""
+        ...
+
+    def take_steers(
+        self,
+        user_id: str,
+        run_id: str,
+        build: SteerBuilder,
+        *,
+        now: int,
+    ) -> StagedSteers | None:
+        """The run's steering messages into its checkpoint and log, out of the inbox, at once."""
         ...
 
     # -- runs --------------------------------------------------------------------------------------

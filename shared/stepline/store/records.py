@@ -6,6 +6,8 @@ milliseconds. A status moves only along `TRANSITIONS`; a terminal status is neve
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
@@ -25,11 +27,14 @@ __all__ = [
     "ConversationRecord",
     "ConversationStatus",
     "EventRecord",
+    "InboxEntry",
     "MessageRecord",
     "MessageStatus",
     "NewEvent",
     "RunRecord",
     "RunStatus",
+    "StagedSteers",
+    "SteerBuilder",
     "StepRecordRow",
     "StepStatus",
     "ToolCallRecord",
@@ -107,6 +112,26 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False)
 
 
+class InboxEntry(_Record):
+    """A user message that arrived while a run worked, not yet in the conversation (`runtime.inbox`).
+
+    `queue`: answered by run `run_id` (its ids fixed when it was queued) once the active run ends.
+    `steer`: delivered to the running run `run_id` at its next step boundary; if that run ends first,
+    it is answered like a queued one, by run `next_run_id`.
+    """
+
+    message_id: str
+    mode: Literal["queue", "steer"]
+    message: dict[str, JsonValue]
+    """The user message (UIMessage wire form)."""
+    run_id: str
+    assistant_message_id: str
+    next_run_id: str | None = None
+    context: dict[str, JsonValue] = Field(default_factory=dict[str, JsonValue])
+    """The request's `{"claims", "body"}`, the context of the run that answers a queued message."""
+    queued_at: int
+
+
 class ConversationRecord(_Record):
     """A conversation."""
 
@@ -118,6 +143,8 @@ class ConversationRecord(_Record):
     agent: str | None = None
     """The agent that answers this conversation, fixed by its first turn (None: the default)."""
     last_message_seq: int = 0
+    inbox: list[InboxEntry] = Field(default_factory=list[InboxEntry])
+    """Messages queued behind, or steering, the active run, in the order they came."""
     version: int = 0
     created_at: int
     updated_at: int
@@ -253,6 +280,8 @@ class ApprovalRecord(_Record):
     decision_trace: str | None = None
     """Stepline extension: the deciding request's span (a `traceparent`); the resumed step links to it."""
     expires_at: int | None = None
+    expired_reason: str | None = None
+    """Why an expired approval expired: its timeout, or the reason its run was ended (`new_user_message`)."""
     checkpoint_seq: int = 0
 
 
@@ -310,3 +339,16 @@ class ArtifactRecord(_Record):
     size: int | None = None
     metadata: dict[str, JsonValue] | None = None
     created_at: int
+
+
+SteerBuilder = Callable[[Sequence[InboxEntry]], tuple[dict[str, object], list[NewEvent]]]
+"""`(entries) -> (checkpoint state, events)`: a run's state with the steering messages in it, and how they show."""
+
+
+@dataclass(frozen=True, slots=True)
+class StagedSteers:
+    """What `take_steers` moved into a run: the messages, the checkpoint holding them, their events."""
+
+    entries: list[InboxEntry]
+    checkpoint: CheckpointRecord
+    events: list[EventRecord]

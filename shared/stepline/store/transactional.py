@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from pydantic import JsonValue
 
 from .operations import approvals as approval_ops
+from .operations import inbox as inbox_ops
 from .operations import runs as run_ops
 from .operations import tool_calls as tool_call_ops
 from .ports import ClaimResult, DecisionResult, FinishRun, SnapshotUpdate, TurnStart, TurnStarted
@@ -23,9 +24,12 @@ from .records import (
     CheckpointReason,
     CheckpointRecord,
     EventRecord,
+    InboxEntry,
     NewEvent,
     RunRecord,
     RunStatus,
+    StagedSteers,
+    SteerBuilder,
     StepRecordRow,
     ToolCallRecord,
 )
@@ -48,6 +52,19 @@ class TransactionalStore(ABC):
 
     def start_turn(self, user_id: str, turn: TurnStart) -> TurnStarted:
         return self._do(lambda u: run_ops.start_turn(u, user_id, turn))
+
+    def enqueue_message(
+        self, user_id: str, conversation_id: str, entry: InboxEntry, *, now: int, first: bool = False
+    ) -> InboxEntry:
+        return self._do(lambda u: inbox_ops.enqueue(u, user_id, conversation_id, entry, now=now, first=first))
+
+    def cancel_queued(self, user_id: str, conversation_id: str, message_id: str, *, now: int) -> InboxEntry:
+        return self._do(lambda u: inbox_ops.cancel_queued(u, user_id, conversation_id, message_id, now=now))
+
+    def take_steers(self, user_id: str, run_id: str, build: SteerBuilder, *, now: int) -> StagedSteers | None:
+        return self._do(
+            lambda u: inbox_ops.take_steers(u, user_id, run_id, build, now=now, retention=self.delta_retention_ms)
+        )
 
     def mark_running(self, user_id: str, run_id: str, *, now: int) -> RunRecord:
         return self._do(lambda u: run_ops.mark_running(u, user_id, run_id, now=now))

@@ -1,10 +1,21 @@
 // The chat page of one conversation: loads the stored messages, then useChat over the session's
 // Chat (resume: true follows an active run: a full replay, then live), the message list, the
-// input area (which also answers the one live question), stop and regenerate.
+// input area (which also answers the one live question), stop and regenerate. While a run works a
+// message can still be sent: queued behind the run, steering it, or interrupting it (the server's
+// `onNewMessage`); queued messages are listed, cancellable, until their run starts.
 import { useChat } from '@ai-sdk/react';
 import type { UIMessage } from 'ai';
 import { useEffect, useRef, useState, useSyncExternalStore, type KeyboardEvent } from 'react';
-import { abortRun, getConversation, toUIMessages, type ConversationSummary } from '../api';
+import {
+  abortRun,
+  cancelQueued,
+  getConversation,
+  sendWhileWorking,
+  toUIMessages,
+  type ConversationSummary,
+  type NewMessagePolicy,
+  type WaitingMessage,
+} from '../api';
 import { metadataOf, toolCallOf, traceFacts, type MessageContext } from '../model';
 import { existingSession, openSession, type ChatSession, type SessionHooks } from '../session';
 import { logUiError } from '../telemetry';
@@ -83,6 +94,10 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
   const nearBottom = useRef(true);
   const [draft, setDraft] = useState('');
   const [stopping, setStopping] = useState(false);
+  const [policy, setPolicy] = useState<NewMessagePolicy>('queue');
+  const [waitingMessages, setWaitingMessages] = useState<WaitingMessage[]>([]);
+  /** The text held back until the user confirms that sending it cancels a pending approval. */
+  const [confirming, setConfirming] = useState<string>();
 
   const busy = status === 'submitted' || status === 'streaming';
   const lastIndex = lastAssistantIndex(messages);
@@ -134,6 +149,24 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
   if (summary) session.noteStored(summary);
   const serverMark = `${summary?.status}:${summary?.activeRunId}:${summary?.updatedAt}`;
   const firstMark = useRef(true);
+  const refreshWaiting = async () => {
+    try {
+      const detail = await getConversation(session.id);
+      setWaitingMessages(detail?.waiting ?? []);
+      // A queued message's run may start and end between two polls: load what this tab has not seen.
+      const idle = session.chat.status === 'ready' || session.chat.status === 'error';
+      const seen = new Set(session.chat.messages.map(m => m.id));
+      if (detail && idle && detail.messages.some(m => !seen.has(m.id))) {
+        await session.reload();
+        if (detail.activeRunId) await session.reconnect();
+      }
+    } catch (error) {
+      logUiError('refresh', error, session.context());
+    }
+  };
+  useEffect(() => {
+    if (summary) void refreshWaiting(); // a chat the server lists (a new one is not stored yet)
+  }, [serverMark]); // eslint-disable-line react-hooks/exhaustive-deps
   useEffect(() => {
     if (firstMark.current) {
       firstMark.current = false; // on mount useChat's `resume: true` follows the active run
@@ -146,22 +179,45 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
     if (summary.activeRunId && summary.activeRunId === session.stepFailedRunId) {
       void session.reload(); // a step failed in the stream: follow the stored messages, not a replay of it
     } else if (summary.status === 'running' && summary.activeRunId) {
-      void session.reconnect();
+      // A run this tab has not seen (a queued message's): its user message is stored, load it first.
+      const known = messages.some(m => metadataOf(m).runId === summary.activeRunId);
+      void (known ? session.reconnect() : session.reload().then(() => session.reconnect()));
     } else if (summary.activeRunId === null && last && !ended && lastMeta.runId) {
       void session.reload();
     }
     // only when the server's view changes
   }, [serverMark]); // eslint-disable-line react-hooks/exhaustive-deps
 
-  const submit = async () => {
-    const text = draft.trim();
+  const pendingApproval =
+    waiting && !liveQuestion && lastIndex >= 0
+      ? messages[lastIndex].parts.map(toolCallOf).find(t => t?.state === 'approval-requested')
+      : undefined;
+
+  const submit = async (confirmed = false) => {
+    const text = (confirmed ? confirming : draft)?.trim();
     if (!text) return;
     if (liveQuestion) {
       setDraft('');
       await session.answer(liveQuestion.toolCallId, text);
       return;
     }
-    if (working) return;
+    if (working) {
+      setDraft('');
+      try {
+        await sendWhileWorking(session.id, text, policy, `msg-${crypto.randomUUID()}`);
+        session.notice = undefined;
+      } catch (error) {
+        session.notice = `Could not send the message: ${error instanceof Error ? error.message : String(error)}`;
+        setDraft(text);
+      }
+      await refreshWaiting();
+      return;
+    }
+    if (pendingApproval && !confirmed) {
+      setConfirming(text); // a new message cancels the approval: ask first
+      return;
+    }
+    setConfirming(undefined);
     setDraft('');
     nearBottom.current = true;
     if (busy) await session.chat.stop(); // a resume stream following a waiting run: the user moves on
@@ -243,6 +299,43 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
           )}
         </div>
       )}
+      {waitingMessages.length > 0 && (
+        <div className="waiting-messages" data-testid="waiting-messages">
+          {waitingMessages.map(waitingMessage => (
+            <div key={waitingMessage.id} className="waiting-message" data-testid="waiting-message" data-mode={waitingMessage.mode}>
+              <Icon name="clock" />
+              <span className="muted">{waitingMessage.mode === 'steer' ? 'For the next step:' : 'Queued:'}</span>
+              <span className="waiting-text">
+                {waitingMessage.parts.map(p => (p.type === 'text' ? p.text : '')).join(' ')}
+              </span>
+              {waitingMessage.mode === 'queue' && (
+                <button
+                  type="button"
+                  className="link"
+                  data-testid="cancel-queued"
+                  onClick={() => void cancelQueued(session.id, waitingMessage.id).then(refreshWaiting)}
+                >
+                  Cancel
+                </button>
+              )}
+            </div>
+          ))}
+        </div>
+      )}
+      {confirming !== undefined && pendingApproval && (
+        <div className="banner notice" data-testid="approval-warning" role="alertdialog">
+          <Icon name="alert" />
+          <span>
+            Sending this will cancel the pending approval of <strong>{pendingApproval.name}</strong>.
+          </span>
+          <button type="button" onClick={() => void submit(true)} data-testid="send-anyway">
+            Send anyway
+          </button>
+          <button type="button" className="link" onClick={() => setConfirming(undefined)} data-testid="keep-approval">
+            Keep it
+          </button>
+        </div>
+      )}
       {session.notice && (
         <div className="banner notice" data-testid="notice" role="alert">
           <Icon name="alert" /> <span>{session.notice}</span>
@@ -282,7 +375,13 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
             value={draft}
             onChange={e => setDraft(e.target.value)}
             onKeyDown={onKeyDown}
-            placeholder={liveQuestion ? 'Type your answer…' : working ? 'The agent is working…' : 'Message Stepline (Enter to send, Shift+Enter for a new line)'}
+            placeholder={
+              liveQuestion
+                ? 'Type your answer…'
+                : working
+                  ? 'The agent is working: queue a message, steer it, or interrupt it'
+                  : 'Message Stepline (Enter to send, Shift+Enter for a new line)'
+            }
             rows={2}
             aria-label="Message"
             data-testid="composer-input"
@@ -293,11 +392,21 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
               <Icon name="stop" /> Stop
             </button>
           )}
-          {!working && (
-            <button type="submit" className="primary" disabled={!draft.trim()} data-testid="send">
-              {liveQuestion ? 'Answer' : 'Send'}
-            </button>
+          {working && (
+            <select
+              value={policy}
+              onChange={e => setPolicy(e.target.value as NewMessagePolicy)}
+              aria-label="While the agent works"
+              data-testid="new-message-policy"
+            >
+              <option value="queue">Queue</option>
+              <option value="steer">Steer</option>
+              <option value="interrupt">Interrupt</option>
+            </select>
           )}
+          <button type="submit" className="primary" disabled={!draft.trim()} data-testid="send">
+            {liveQuestion ? 'Answer' : working ? { queue: 'Queue', steer: 'Steer', interrupt: 'Interrupt' }[policy] : 'Send'}
+          </button>
         </div>
       </form>
     </div>

@@ -20,6 +20,7 @@ const PATHS: Record<string, string> = {
   refresh: 'M20 11a8 8 0 0 0-14.9-3M4 4v4h4M4 13a8 8 0 0 0 14.9 3M20 20v-4h-4',
   search: 'M11 4a7 7 0 1 0 0 14 7 7 0 0 0 0-14zM20 20l-4.2-4.2',
   image: 'M4 5h16v14H4zM4 16l5-5 4 4 2-2 5 5M15 9.5v.5',
+  user: 'M12 12a4 4 0 1 0 0-8 4 4 0 0 0 0 8zM4 20a8 8 0 0 1 16 0',
   puzzle: 'M10 4h4v3a2 2 0 1 0 0 4v3h-3a2 2 0 1 1-4 0H4v-4h3a2 2 0 1 0 0-4H4V4z',
 };
 

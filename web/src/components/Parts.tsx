@@ -468,6 +468,16 @@ export function ContextSummaryBlock({ data }: { data: ContextSummary }) {
   );
 }
 
+/** A message the user sent while the run worked, read by the model here (between two steps). */
+function SteeringNote({ part }: { part: Part }) {
+  const parts = ((part as unknown as { parts?: { type: string; text?: string }[] }).parts ?? []).filter(p => p.type === 'text');
+  return (
+    <div className="block steering" data-testid="steer-message">
+      <Icon name="user" /> <span className="muted">You, while it worked:</span> {parts.map(p => p.text).join('\n')}
+    </div>
+  );
+}
+
 export function ProcessPartFallback({ part }: { part: Part }) {
   const record = part as unknown as Record<string, unknown>;
   const kind = typeof record.kind === 'string' ? record.kind : undefined;
@@ -529,6 +539,8 @@ export function renderTraceParts(parts: { part: Part; index: number }[], ctx: Pa
       out.push(wrap(key, <DedicatedToolBlock tool={tool} ctx={ctx} sources={sources} />, part));
     } else if (tool) {
       out.push(wrap(key, <ToolCallBlock tool={tool} ctx={ctx} />, part));
+    } else if (part.type === 'steering-message') {
+      out.push(wrap(key, <SteeringNote part={part} />, part));
     } else if (part.type === 'reasoning') {
       out.push(wrap(key, <ThinkingBlock part={part} live={ctx.live} />, part));
     } else if (part.type === 'text') {

@@ -75,7 +75,7 @@ def attach_task_token(unit: Unit, user_id: str, approval_id: str, task_token: st
 
 
 def _expire(unit: Unit, approval: ApprovalRecord, now: int) -> ApprovalRecord:
-    expired = update(approval, status="expired", decided_at=now)
+    expired = update(approval, status="expired", decided_at=now, expired_reason="timeout")
     unit.put(expired)
     call = unit.tool_call(approval.user_id, approval.run_id, approval.tool_call_id)
     if call is not None and call.status == "awaiting_approval":

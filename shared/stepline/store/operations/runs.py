@@ -111,8 +111,14 @@ def start_turn(unit: Unit, user_id: str, turn: TurnStart) -> TurnStarted:
         started_at=turn.now,
         heartbeat_at=turn.now,
     )
+    inbox = conversation.inbox
+    if turn.dequeue is not None:
+        if not any(e.message_id == turn.dequeue for e in inbox):
+            raise Conflict(f"message {turn.dequeue} is no longer waiting (cancelled, or already answered)")
+        inbox = [e for e in inbox if e.message_id != turn.dequeue]
     conversation = update(
         conversation,
+        inbox=inbox,
         title=conversation.title or conversation_title(turn.title, user_message),
         status="running",
         active_run_id=turn.run_id,
@@ -272,7 +278,8 @@ def _close_open_nodes(unit: Unit, run: RunRecord, now: int) -> None:
             unit.put(update(call, status="expired", ended_at=now))
     for approval in unit.run_approvals(run.user_id, run.run_id):
         if approval.status == "requested":
-            unit.put(update(approval, status="expired", decided_at=now))
+            reason = run.cancel_reason or f"run_{run.status}"
+            unit.put(update(approval, status="expired", decided_at=now, expired_reason=reason))
 
 
 def save_checkpoint(

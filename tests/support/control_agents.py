@@ -1,0 +1,112 @@
+"""An agent for the new-message policy tests (`STEPLINE_AGENT=tests.support.control_agents:AGENT`).
+
+A script book (a scripted model, chosen by the prompt's last user message) and two tools that
+count how often they really run: `slow_step` takes `SLOW_TOOL_SECONDS`, `remember` needs approval.
+The server runs in the test's process, so a test reads `RUNS` and `PROMPTS`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from stepline import Agent, tool
+from stepline.llm.base import ModelCallOptions
+from stepline.llm.script_book import ScriptBook
+from stepline.llm.stream_parts import ModelStreamPart
+from stepline.protocol.model_messages import ModelMessage, ModelTextPart, UserModelMessage
+
+SLOW_TOOL_SECONDS = 1.5
+RUNS: Counter[str] = Counter()
+"""Tool name -> how many times its body ran (and finished: `slow_step` counts at its end)."""
+STARTED: Counter[str] = Counter()
+PROMPTS: list[list[str]] = []
+"""The user texts of every model call's prompt, in order (what the model saw)."""
+
+_FINISH: dict[str, Any] = {"type": "finish", "finishReason": {"unified": "stop", "raw": "stop"}, "usage": {}}
+_CALLS: dict[str, Any] = {"type": "finish", "finishReason": {"unified": "tool-calls", "raw": "tool_use"}, "usage": {}}
+
+
+def _text(text: str, *, words: int = 0, delay_ms: int = 0) -> dict[str, Any]:
+    deltas = [{"type": "text-delta", "id": "t", "delta": text}]
+    deltas += [{"type": "text-delta", "id": "t", "delta": f" w{i}"} for i in range(words)]
+    parts = [{"type": "text-start", "id": "t"}, *deltas, {"type": "text-end", "id": "t"}, _FINISH]
+    return {"parts": parts, "delayMs": delay_ms}
+
+
+def _call(name: str, arguments: str, *, lead: str = "", delay_ms: int = 0, words: int = 0) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    if lead:
+        deltas = [{"type": "text-delta", "id": "t", "delta": lead}]
+        deltas += [{"type": "text-delta", "id": "t", "delta": f" w{i}"} for i in range(words)]
+        parts += [{"type": "text-start", "id": "t"}, *deltas, {"type": "text-end", "id": "t"}]
+    parts += [{"type": "tool-call", "toolCallId": f"call-{name}", "toolName": name, "input": arguments}, _CALLS]
+    return {"parts": parts, "delayMs": delay_ms}
+
+
+BOOK = ScriptBook.from_book(
+    {
+        "scripts": [
+            {"name": "slow", "match": ["slowly"], "steps": [_text("Slow answer:", words=80, delay_ms=40)]},
+            {
+                "name": "tool",
+                "match": ["slow tool"],
+                "steps": [_call("slow_step", '{"label": "one"}'), _text("The slow tool is done.")],
+            },
+            {
+                "name": "steerable",
+                "match": ["long task"],
+                "steps": [
+                    _call("slow_step", '{"label": "task"}', lead="Working on it:", words=20, delay_ms=40),
+                    _text("Finished the long task, unsteered."),
+                ],
+            },
+            {"name": "capitals", "match": ["capitals"], "steps": [_text("OK, STEERED INTO CAPITALS.")]},
+            {"name": "remember", "match": ["remember"], "steps": [_call("remember", '{"note": "milk"}')]},
+        ],
+        "fallback": {"steps": [_text("You said: {{last_user_text}}")]},
+    },
+    model_id="control-book",
+)
+
+
+class RecordingBook:
+    """The book, noting each call's user texts (what the model was asked)."""
+
+    provider = BOOK.provider
+    model_id = BOOK.model_id
+    capabilities = BOOK.capabilities
+
+    async def stream(self, options: ModelCallOptions) -> AsyncIterator[ModelStreamPart]:
+        PROMPTS.append(_user_texts(options.prompt))
+        async for part in BOOK.stream(options):
+            yield part
+
+
+def _user_texts(prompt: Sequence[ModelMessage]) -> list[str]:
+    return [
+        " ".join(p.text for p in m.content if isinstance(p, ModelTextPart))
+        for m in prompt
+        if isinstance(m, UserModelMessage)
+    ]
+
+
+@tool
+async def slow_step(label: str) -> str:
+    """A step of work that takes a while."""
+    STARTED["slow_step"] += 1
+    await asyncio.sleep(SLOW_TOOL_SECONDS)
+    RUNS["slow_step"] += 1
+    return f"done {label}"
+
+
+@tool(approval="user-approval")
+def remember(note: str) -> str:
+    """Remember a note (needs approval)."""
+    RUNS["remember"] += 1
+    return f"remembered {note}"
+
+
+AGENT = Agent(name="control", model=RecordingBook(), tools=[slow_step, remember])
