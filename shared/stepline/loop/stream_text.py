@@ -223,9 +223,7 @@ class StreamTextResult:
     async def _emit(self, part: sp.TextStreamPart) -> None:
         abort = self.config.abort
         if abort is not None and abort.aborted and not isinstance(part, sp.Abort):
-            # Checked between parts: the body may emit once more before its cancellation lands (a part
-            # ready in the same turn of the event loop as the abort), and nothing may follow an abort.
-            return
+            return  # the body can emit once more before its cancellation lands: nothing follows an abort
         if self.config.callbacks.on_chunk is not None:
             await notify(self.config.callbacks.on_chunk, ChunkEvent(self.state.run_id, part))
         self._queue.put_nowait(part)
