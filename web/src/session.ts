@@ -31,7 +31,12 @@ export interface ApprovalOverlay {
   via: 'chat' | 'webhook';
 }
 
-export type Connection = 'ok' | 'reconnecting' | 'lost';
+/**
+ * `reconnecting`: following the run again; `unreachable`: the server could not be reached (a
+ * restart, the network): retried with a back-off until it answers; `lost`: the server answered but
+ * the stream could not be followed (the Reconnect button).
+ */
+export type Connection = 'ok' | 'reconnecting' | 'unreachable' | 'lost';
 
 interface RequestRecord {
   method: string;
@@ -49,6 +54,8 @@ export interface SessionHooks {
 
 const RECONNECT_DELAY_MS = 800;
 const AUTOMATIC_RECONNECTS = 1;
+/** The pauses between attempts while the server cannot be reached; the last one repeats. */
+const UNREACHABLE_RETRY_MS = [1000, 2000, 4000, 8000, 10_000];
 
 export class ChatSession {
   readonly chat: Chat<UIMessage>;
@@ -80,6 +87,10 @@ export class ChatSession {
   private lastRequest: RequestRecord | undefined;
   private readonly stockDecisions = new Map<string, { approved: boolean; reason?: string }>();
   private reconnects = 0;
+  private unreachableRetries = 0;
+  private retryTimer: number | undefined;
+  /** A reconnect is waiting for its resume stream: its failure is handled there, not in onError. */
+  private resuming = false;
   private version = 0;
   private readonly listeners = new Set<() => void>();
 
@@ -272,19 +283,25 @@ export class ChatSession {
 
   /** Follow the chat's active run again (a full replay, then live); 204 leaves the chat as it is. */
   async reconnect(): Promise<void> {
-    this.connection = 'reconnecting';
+    window.clearTimeout(this.retryTimer);
+    if (this.connection !== 'unreachable') this.connection = 'reconnecting'; // it says so until the server answers
     this.changed();
     this.errorKind = undefined;
-    await this.chat.resumeStream();
+    this.resuming = true;
+    try {
+      await this.chat.resumeStream();
+    } finally {
+      this.resuming = false;
+    }
     // A 204 (nothing active) leaves the chat's status as it was: an earlier execution error is not
     // a lost connection (a stale sidebar poll can ask to follow a run that has just failed). Nor is
     // a run that failed while it was followed: the stream carried its `error` chunk.
     const nothingActive = this.lastRequest?.method === 'GET' && this.lastRequest.status === 204;
     if (this.chat.status === 'error' && !nothingActive && this.errorKind !== 'execution') {
-      this.connection = 'lost';
+      if (this.errorKind === 'network') this.retryWhileUnreachable();
+      else this.connection = 'lost';
     } else {
-      this.connection = 'ok';
-      this.reconnects = 0;
+      this.serverAnswered();
       this.notice = undefined;
       // 204: nothing active. If the run ended while we were away, its end is in the stored messages.
       const last = [...this.chat.messages].reverse().find(m => m.role === 'assistant');
@@ -314,15 +331,18 @@ export class ChatSession {
   private handleError(error: Error): void {
     const request = this.lastRequest;
     const status = (error as { statusCode?: number }).statusCode ?? request?.status;
+    // A resume a gateway answered for the server (502/503/504: it is restarting, or gone) is the
+    // server not reached, as a failed fetch is.
+    const gateway = request?.method === 'GET' && (status === 502 || status === 503 || status === 504);
     const disconnected =
-      error instanceof TypeError || (request?.networkError !== undefined && !request.reachedServer);
+      error instanceof TypeError || (request?.networkError !== undefined && !request.reachedServer) || gateway;
     if (disconnected) {
       this.errorKind = 'network';
       if (this.stockDecisions.size > 0 && request && !request.reachedServer) {
-        this.rollBackStockDecisions('the decision did not reach the server; try again');
+        this.rollBackStockDecisions('The decision did not reach the server');
       }
       logUiError('network', error, this.context());
-      this.scheduleReconnect();
+      if (!this.resuming) this.scheduleReconnect(); // a reconnect's own failure: `reconnect` goes on
       return;
     }
     if (status !== undefined && status >= 400) {
@@ -390,10 +410,42 @@ export class ChatSession {
     }, RECONNECT_DELAY_MS);
   }
 
-  /** Manual reconnect (the "Reconnect" button). */
+  /** The server cannot be reached: try again after a pause that grows, until it answers. */
+  private retryWhileUnreachable(): void {
+    this.connection = 'unreachable';
+    const delay = UNREACHABLE_RETRY_MS[Math.min(this.unreachableRetries, UNREACHABLE_RETRY_MS.length - 1)];
+    this.unreachableRetries += 1;
+    window.clearTimeout(this.retryTimer);
+    this.retryTimer = window.setTimeout(() => {
+      if (!this.busy()) void this.reconnect();
+    }, delay);
+  }
+
+  /** A resume was answered: the connection is back; what lists runs is read again (the sidebar). */
+  private serverAnswered(): void {
+    const wasDown = this.connection !== 'ok';
+    window.clearTimeout(this.retryTimer);
+    this.connection = 'ok';
+    this.reconnects = 0;
+    this.unreachableRetries = 0;
+    this.notice = undefined;
+    if (wasDown) {
+      this.hooks.onRunsChanged();
+      this.changed();
+    }
+  }
+
+  /** Manual reconnect (the "Reconnect" / "Try now" button). */
   retryConnection(): void {
     this.reconnects = 0;
+    this.unreachableRetries = 0;
     void this.reconnect();
+  }
+
+  /** The chat is gone from the page: no attempt is left scheduled. */
+  dispose(): void {
+    window.clearTimeout(this.retryTimer);
+    void this.chat.stop();
   }
 
   // -- the transport's fetch ------------------------------------------------------------------------
@@ -412,6 +464,9 @@ export class ChatSession {
     }
     record.reachedServer = true;
     record.status = response.status;
+    // A resume the server answers (it streams, or 204: nothing to follow) ends an outage at once,
+    // not when the resumed stream ends.
+    if (method === 'GET' && (response.status === 200 || response.status === 204) && this.connection !== 'ok') this.serverAnswered();
     if (method === 'POST' && response.ok && this.stockDecisions.size > 0) this.acceptStockDecisions();
     if (method === 'POST' && response.ok) this.hooks.onRunsChanged(); // a run started or went on: the sidebar
     if (!response.ok || response.body == null || response.status === 204) return response;
@@ -503,7 +558,7 @@ export function openSession(id: string, messages: UIMessage[], hooks: SessionHoo
 export function dropSession(id: string): void {
   const session = sessions.get(id);
   sessions.delete(id);
-  void session?.chat.stop();
+  session?.dispose();
 }
 
 export function allSessions(): ChatSession[] {

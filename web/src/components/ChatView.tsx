@@ -139,7 +139,7 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
       firstMark.current = false; // on mount useChat's `resume: true` follows the active run
       return;
     }
-    if (!summary || busy || session.connection === 'reconnecting') return;
+    if (!summary || busy || session.connection === 'reconnecting') return; // (unreachable: the list is back, so is the server)
     const last = lastIndex >= 0 ? messages[lastIndex] : undefined;
     const lastMeta = last ? metadataOf(last) : {};
     const ended = lastMeta.completedAt !== undefined || lastMeta.abort !== undefined || lastMeta.error !== undefined;
@@ -233,6 +233,13 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
           <Icon name="alert" />
           {session.connection === 'reconnecting' ? (
             <span>Connection lost, reconnecting…</span>
+          ) : session.connection === 'unreachable' ? (
+            <>
+              <span>The server cannot be reached; trying again…</span>
+              <button type="button" onClick={() => session.retryConnection()} data-testid="reconnect">
+                Try now
+              </button>
+            </>
           ) : (
             <>
               <span>Connection lost. The run goes on on the server.</span>

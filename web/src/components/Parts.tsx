@@ -299,7 +299,7 @@ export function ToolApprovalCard({ tool, ctx }: { tool: ToolCall; ctx: PartConte
       {decidedReason && (view === 'denied' || view === 'approved') && <p className="approval-reason">“{decidedReason}”</p>}
       {overlay?.phase === 'failed' && actionable && (
         <p className="approval-failed" data-testid="approval-failed">
-          {overlay.message ?? 'The decision did not reach the server'}; try again.
+          {(overlay.message ?? 'The decision did not reach the server').replace(/[;.\s]*try again\.?$/i, '')}; try again.
         </p>
       )}
       {overlay?.message && (view === 'conflict' || view === 'not-found' || view === 'expired') && (
