@@ -7,7 +7,8 @@ import type { Account } from './auth';
 import { AccountBar } from './components/Account';
 import { ChatLoader } from './components/ChatView';
 import { Icon, Spinner } from './components/Icon';
-import { dropSession, existingSession, type SessionHooks } from './session';
+import type { SessionHooks } from './session';
+import { dropSession, existingSession } from './sessions';
 import { logUiError } from './telemetry';
 
 // How often the sidebar asks the server for the conversations (a GET per poll, per open tab): often

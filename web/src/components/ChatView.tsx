@@ -6,13 +6,14 @@ import type { UIMessage } from 'ai';
 import { useEffect, useRef, useState, useSyncExternalStore, type KeyboardEvent } from 'react';
 import { abortRun, getConversation, toUIMessages, type ConversationSummary } from '../api';
 import { metadataOf, toolCallOf, traceFacts, type MessageContext } from '../model';
-import { existingSession, openSession, type ChatSession, type SessionHooks } from '../session';
+import type { ChatSession, SessionHooks } from '../session';
+import { existingSession, openSession } from '../sessions';
 import { logUiError } from '../telemetry';
 import { AgentPicker } from './AgentPicker';
 import { ErrorBoundary } from './ErrorBoundary';
 import { Icon } from './Icon';
 import { AssistantMessage, UserMessage } from './Message';
-import { questionOf } from './Parts';
+import { questionOf } from './QuestionCard';
 
 /** Called with the messages after every change. Errors are logged, never shown in a message. */
 export type MessageSubscriber = (messages: UIMessage[], session: ChatSession) => void;
