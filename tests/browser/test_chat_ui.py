@@ -11,6 +11,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Locator, expect
@@ -34,7 +35,7 @@ def answer_text(ui: Ui) -> str:
     return last_assistant(ui).get_by_test_id("final-answer").inner_text()
 
 
-def stored_text(stored: dict) -> str:
+def stored_text(stored: dict[str, Any]) -> str:
     assistant = [m for m in stored["messages"] if m["role"] == "assistant"][-1]
     return "".join(p["text"] for p in assistant["parts"] if p["type"] == "text")
 
