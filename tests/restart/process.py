@@ -87,7 +87,9 @@ class DevProcess:
         return self.process.wait(timeout=STOP_SECONDS)
 
 
-def start_dev(data_dir: Path, work: Path, *, journal: Path, model: str) -> DevProcess:
+def start_dev(
+    data_dir: Path, work: Path, *, journal: Path, model: str, extra_env: dict[str, str] | None = None
+) -> DevProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("STEPLINE_", "AWS_"))}
     env.update(
         {
@@ -96,6 +98,7 @@ def start_dev(data_dir: Path, work: Path, *, journal: Path, model: str) -> DevPr
             "STEPLINE_TOOLS": "tests.restart.journal_tools",
             "STEPLINE_APPROVAL_TIMEOUT_SECONDS": "3600",
             JOURNAL_VARIABLE: str(journal),
+            **(extra_env or {}),
         }
     )
     log = work / f"dev-{time.monotonic_ns()}.log"

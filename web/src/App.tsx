@@ -7,7 +7,8 @@ import type { Account } from './auth';
 import { AccountBar } from './components/Account';
 import { ChatLoader } from './components/ChatView';
 import { Icon, Spinner } from './components/Icon';
-import { dropSession, existingSession, type SessionHooks } from './session';
+import type { SessionHooks } from './session';
+import { dropSession, existingSession } from './sessions';
 import { logUiError } from './telemetry';
 
 // How often the sidebar asks the server for the conversations (a GET per poll, per open tab): often
@@ -60,15 +61,19 @@ export function App({ account }: { account?: Account }) {
 
   const latest = useRef<ConversationSummary[]>([]);
   const lastAsked = useRef(0);
+  const failed = useRef(false);
   const refresh = useCallback(async () => {
     lastAsked.current = Date.now();
     try {
       const listed = await listConversations();
       latest.current = listed;
+      failed.current = false;
       setConversations(listed);
       setListError(undefined);
     } catch (error) {
-      setListError(String(error));
+      // A failed fetch is the server not reached (a restart): the list is asked again soon.
+      failed.current = true;
+      setListError(error instanceof TypeError ? 'the server cannot be reached; trying again' : String(error));
       logUiError('refresh', error, {});
     }
   }, []);
@@ -79,7 +84,7 @@ export function App({ account }: { account?: Account }) {
     let timer: number | undefined;
     let stopped = false;
     const tick = async () => {
-      const due = Date.now() - lastAsked.current >= pollDelay(latest.current);
+      const due = Date.now() - lastAsked.current >= (failed.current ? POLL_RUNNING_MS : pollDelay(latest.current));
       if (due && document.visibilityState === 'visible') await refresh();
       if (!stopped) timer = window.setTimeout(() => void tick(), POLL_RUNNING_MS);
     };
@@ -143,7 +148,11 @@ export function App({ account }: { account?: Account }) {
             <Icon name="plus" /> New chat
           </button>
         </div>
-        {listError && <div className="muted small">Could not load the list ({listError})</div>}
+        {listError && (
+          <div className="muted small" data-testid="list-error">
+            Could not load the list ({listError})
+          </div>
+        )}
         <ul>
           {conversations.map(c => {
             const indicator = indicatorOf(c);

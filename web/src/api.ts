@@ -181,7 +181,12 @@ const RECORDED_WAIT_MS = 10_000;
 export async function approvalsRecorded(conversationId: string, runId: string | undefined, waitingRuns: Set<string>): Promise<void> {
   const deadline = Date.now() + RECORDED_WAIT_MS;
   while (runId !== undefined && !waitingRuns.has(runId) && Date.now() < deadline) {
-    const detail = await getConversation(conversationId).catch(() => null);
+    let detail: ConversationDetail | null;
+    try {
+      detail = await getConversation(conversationId);
+    } catch {
+      return; // the server cannot be reached: the decision will not either, and says so
+    }
     if (detail?.status === 'waiting_approval' && detail.activeRunId) waitingRuns.add(detail.activeRunId);
     if (!waitingRuns.has(runId)) await new Promise(resolve => window.setTimeout(resolve, RECORDED_POLL_MS));
   }

@@ -6,7 +6,7 @@ import { SignInPage } from './components/Account';
 import { subscribers, type MessageSubscriber } from './components/ChatView';
 import { loadConfig } from './config';
 import { setApiBase } from './http';
-import { allSessions } from './session';
+import { allSessions } from './sessions';
 import './styles.css';
 
 declare global {

@@ -1,7 +1,7 @@
 // Derived views of a UIMessage: which parts are the execution trace and which the final answer,
 // the trace's state (spec 000's state machine), tool calls in one shape, artifacts.
 import { getToolName, isToolUIPart, type UIMessage } from 'ai';
-import type { ApprovalOverlay } from './session';
+import type { ApprovalOverlay } from './approvals';
 
 export type Part = UIMessage['parts'][number];
 

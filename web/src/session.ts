@@ -1,68 +1,47 @@
 // One chat's client state: the AI SDK Chat (useChat's externally managed instance, so a chat keeps
 // streaming in the background while the user looks at another one), plus what the SDK does not
-// hold: the approval cards' submit state, the connection state, and the ids for error logs.
+// hold: the approvals as the page knows them (approvals.ts), the connection and its attempts
+// (connection.ts), and the ids for error logs; the page's sessions are in sessions.ts.
 //
 // The stream itself is the SDK's: DefaultChatTransport sends and resumes, the SDK parses the SSE
-// and reduces the chunks. The transport is given a `fetch` that only watches: it records each
-// request's HTTP status (so a failed approval knows whether it reached the server), remembers the
-// last event id (for the logs), and drops an SSE event whose `id:` (`{seq}.{index}`, increasing
-// within one response) it has already passed, so the same events delivered twice never append
-// the same delta twice (spec 000: replayed events must not produce duplicate parts).
+// and reduces the chunks. The transport is given a `fetch` that only watches (eventIdFilter.ts):
+// it records each request's HTTP status (so a failed approval knows whether it reached the
+// server), remembers the last event id (for the logs), and drops an SSE event whose `id:` it has
+// already passed, so the same events delivered twice never append the same delta twice.
 import { Chat } from '@ai-sdk/react';
 import {
   DefaultChatTransport,
-  isToolUIPart,
   lastAssistantMessageIsCompleteWithApprovalResponses,
   lastAssistantMessageIsCompleteWithToolCalls,
   type UIMessage,
 } from 'ai';
-import { approvalsRecorded, decideApproval, errorMessage, getConversation, toUIMessages } from './api';
-import { apiFetch, apiUrl, authHeaders } from './http';
+import { errorMessage, getConversation, toUIMessages } from './api';
+import { ApprovalBook, decide, decisionsTakenBack, type ApprovalOverlay } from './approvals';
+import { apiUrl, authHeaders } from './http';
+import { ConnectionState, type Connection } from './connection';
+import { recordedFetch, type RequestRecord } from './eventIdFilter';
 import { logUiError, type UiErrorContext } from './telemetry';
 
-export type ApprovalPhase = 'submitting' | 'accepted' | 'failed' | 'expired' | 'conflict' | 'not-found';
 
-/** What the UI knows about a decision the server has not streamed back yet. */
-export interface ApprovalOverlay {
-  phase: ApprovalPhase;
-  approved: boolean;
-  reason?: string;
-  message?: string;
-  via: 'chat' | 'webhook';
-}
-
-export type Connection = 'ok' | 'reconnecting' | 'lost';
-
-interface RequestRecord {
-  method: string;
-  status?: number;
-  reachedServer: boolean;
-  networkError?: string;
-  done: boolean;
-  endedWithoutDone: boolean;
-}
 
 export interface SessionHooks {
   /** A run started, ended or changed state: refresh what lists runs (the sidebar). */
   onRunsChanged(): void;
 }
 
-const RECONNECT_DELAY_MS = 800;
-const AUTOMATIC_RECONNECTS = 1;
 
 export class ChatSession {
   readonly chat: Chat<UIMessage>;
-  readonly overlays = new Map<string, ApprovalOverlay>();
-  /**
-   * The reason typed into each approval card, kept here rather than in the card: a resume's full
-   * replay rebuilds the message (the cards mount again), and so does coming back to this chat.
-   */
-  readonly reasonDrafts = new Map<string, string>();
+  readonly approvals = new ApprovalBook(() => this.changed());
   /** The stored status of each message (`waiting`, `aborted`, `interrupted` …), as last loaded. */
   storedStatus = new Map<string, string>();
-  /** The runs this page has seen waiting for an approval: their approvals are on the server. */
-  readonly waitingRuns = new Set<string>();
-  connection: Connection = 'ok';
+  /** The connection's state and its scheduled attempts. */
+  private readonly link = new ConnectionState({
+    reconnect: () => this.reconnect(),
+    busy: () => this.busy(),
+    changed: () => this.changed(),
+    back: () => this.hooks.onRunsChanged(),
+  });
   /** A notice about a request that failed (not an execution error: those are on the message). */
   notice: string | undefined;
   lastEventSeq: string | undefined;
@@ -78,8 +57,8 @@ export class ChatSession {
   agent: string | undefined;
 
   private lastRequest: RequestRecord | undefined;
-  private readonly stockDecisions = new Map<string, { approved: boolean; reason?: string }>();
-  private reconnects = 0;
+  /** A reconnect is waiting for its resume stream: its failure is handled there, not in onError. */
+  private resuming = false;
   private version = 0;
   private readonly listeners = new Set<() => void>();
 
@@ -105,6 +84,23 @@ export class ChatSession {
       onError: error => this.handleError(error),
       onFinish: ({ isError, isAbort }) => this.handleFinish(isError, isAbort),
     });
+  }
+
+  get connection(): Connection {
+    return this.link.state;
+  }
+
+  /** What the cards show of the decisions the page sent. */
+  get overlays(): Map<string, ApprovalOverlay> {
+    return this.approvals.overlays;
+  }
+
+  get reasonDrafts(): Map<string, string> {
+    return this.approvals.reasonDrafts;
+  }
+
+  noteStored(detail: { status: string; activeRunId: string | null }): void {
+    this.approvals.noteStored(detail);
   }
 
   // -- a tiny external store, for useSyncExternalStore ------------------------------------------
@@ -144,106 +140,16 @@ export class ChatSession {
 
   // -- approvals ----------------------------------------------------------------------------------
 
-  /**
-   * Approve or deny. While the chat is idle this is the stock flow: `addToolApprovalResponse`, and
-   * `sendAutomaticallyWhen` sends the continuation. While the chat follows a resume stream (after a
-   * reload, or when it came back to a waiting run) the SDK will not send until that stream ends,
-   * and Stepline's resume stream stays open through the wait; so the decision goes to the approval
-   * webhook, and the open stream carries the run on (the server records the decision as a
-   * `tool-approval-response` chunk, then the tool's output).
-   */
-  async decide(approvalId: string, approved: boolean, reason?: string): Promise<void> {
-    const current = this.overlays.get(approvalId);
-    if (current && current.phase !== 'failed') return; // submitting or settled: never twice
-    const following = this.busy();
-    this.setOverlay(approvalId, { phase: 'submitting', approved, reason, via: following ? 'webhook' : 'chat' });
-    if (!following) {
-      this.stockDecisions.set(approvalId, { approved, reason });
-      this.notice = undefined;
-      await this.chat.addToolApprovalResponse({ id: approvalId, approved, ...(reason ? { reason } : {}) });
-      return;
-    }
-    // The stream open now may be the one whose step has not recorded the approval yet.
-    await approvalsRecorded(this.id, this.runOfApproval(approvalId), this.waitingRuns);
-    const outcome = await decideApproval(approvalId, approved, reason);
-    if (outcome.kind === 'accepted') {
-      this.setOverlay(approvalId, { phase: 'accepted', approved, reason, via: 'webhook' });
-      // The server has the decision: so must the SDK's message. `sendAutomaticallyWhen` counts only
-      // parts in `approval-responded`; a step's other approval decided the stock way after this
-      // stream ended would otherwise wait for this one forever (the two-approvals hang). Applied
-      // while a stream is open it sends nothing; after one it sends the continuation once the
-      // step's last approval is answered (the server takes a decision it already has as it is).
-      await this.chat.addToolApprovalResponse({ id: approvalId, approved, ...(reason ? { reason } : {}) });
-      // The run goes on once the step's last approval is decided: follow it then. While another
-      // still asks, the run waits, and a resume stream would only be held open through the wait.
-      if (!this.busy() && !this.stillAsking()) void this.reconnect();
-      return;
-    }
-    const phase: ApprovalPhase = outcome.kind === 'retryable' ? 'failed' : outcome.kind;
-    this.setOverlay(approvalId, { phase, approved, reason, message: outcome.message, via: 'webhook' });
-    if (phase !== 'failed') void this.reload();
+  /** Approve or deny (`decide` in approvals.ts: the stock continuation, or the webhook while a stream is open). */
+  decide(approvalId: string, approved: boolean, reason?: string): Promise<void> {
+    return decide(this, approvalId, approved, reason);
   }
 
-  /** The run of the message that asks for this approval. */
-  private runOfApproval(approvalId: string): string | undefined {
-    const message = this.chat.messages.find(m =>
-      m.parts.some(part => isToolUIPart(part) && part.approval?.id === approvalId),
-    );
-    return (message?.metadata as { runId?: string } | undefined)?.runId;
-  }
-
-  /** What a read of the conversation says: a run waiting for an approval has recorded its approvals. */
-  noteStored(detail: { status: string; activeRunId: string | null }): void {
-    if (detail.status === 'waiting_approval' && detail.activeRunId) this.waitingRuns.add(detail.activeRunId);
-  }
-
-  /** The latest assistant message has an approval nobody has answered yet. */
-  private stillAsking(): boolean {
-    const last = [...this.chat.messages].reverse().find(m => m.role === 'assistant');
-    return (last?.parts ?? []).some(part => isToolUIPart(part) && part.state === 'approval-requested');
-  }
-
-  private setOverlay(approvalId: string, overlay: ApprovalOverlay): void {
-    const previous = this.overlays.get(approvalId);
-    if (previous?.phase === 'accepted' && overlay.phase !== 'accepted') return; // accepted never rolls back
-    this.overlays.set(approvalId, overlay);
+  /** The continuation's decisions did not reach the server (or failed retryably): the cards ask again. */
+  private askAgain(message: string): void {
+    const ids = this.approvals.failContinuation(message);
+    this.chat.messages = decisionsTakenBack(this.chat.messages, ids);
     this.changed();
-  }
-
-  /** Stock path: the continuation was answered (2xx): the server has the decisions. */
-  private acceptStockDecisions(): void {
-    for (const [approvalId, decision] of this.stockDecisions) {
-      this.setOverlay(approvalId, { phase: 'accepted', ...decision, via: 'chat' });
-    }
-    this.stockDecisions.clear();
-  }
-
-  /** Stock path: the continuation did not reach the server, or failed retryably: ask again. */
-  private rollBackStockDecisions(message: string): void {
-    const ids = new Set(this.stockDecisions.keys());
-    this.chat.messages = this.chat.messages.map(m => ({
-      ...m,
-      parts: m.parts.map(part => {
-        if (!isToolUIPart(part) || part.state !== 'approval-responded' || !ids.has(part.approval.id)) return part;
-        const { approved: _approved, reason: _reason, ...request } = part.approval;
-        return { ...part, state: 'approval-requested', approval: request } as unknown as typeof part;
-      }),
-    }));
-    for (const [approvalId, decision] of this.stockDecisions) {
-      this.overlays.set(approvalId, { phase: 'failed', ...decision, message, via: 'chat' });
-    }
-    this.stockDecisions.clear();
-    this.changed();
-  }
-
-  private settleStockDecisions(status: number, message: string): void {
-    const phase: ApprovalPhase = status === 410 ? 'expired' : status === 409 ? 'conflict' : 'not-found';
-    for (const [approvalId, decision] of this.stockDecisions) {
-      this.overlays.set(approvalId, { phase, ...decision, message, via: 'chat' });
-    }
-    this.stockDecisions.clear();
-    this.changed();
-    void this.reload();
   }
 
   // -- questions ----------------------------------------------------------------------------------
@@ -272,19 +178,25 @@ export class ChatSession {
 
   /** Follow the chat's active run again (a full replay, then live); 204 leaves the chat as it is. */
   async reconnect(): Promise<void> {
-    this.connection = 'reconnecting';
+    this.link.cancel();
+    if (this.link.state !== 'unreachable') this.link.state = 'reconnecting'; // it says so until the server answers
     this.changed();
     this.errorKind = undefined;
-    await this.chat.resumeStream();
+    this.resuming = true;
+    try {
+      await this.chat.resumeStream();
+    } finally {
+      this.resuming = false;
+    }
     // A 204 (nothing active) leaves the chat's status as it was: an earlier execution error is not
     // a lost connection (a stale sidebar poll can ask to follow a run that has just failed). Nor is
     // a run that failed while it was followed: the stream carried its `error` chunk.
     const nothingActive = this.lastRequest?.method === 'GET' && this.lastRequest.status === 204;
     if (this.chat.status === 'error' && !nothingActive && this.errorKind !== 'execution') {
-      this.connection = 'lost';
+      if (this.errorKind === 'network') this.link.retryWhileUnreachable();
+      else this.link.state = 'lost';
     } else {
-      this.connection = 'ok';
-      this.reconnects = 0;
+      this.serverAnswered();
       this.notice = undefined;
       // 204: nothing active. If the run ended while we were away, its end is in the stored messages.
       const last = [...this.chat.messages].reverse().find(m => m.role === 'assistant');
@@ -302,9 +214,9 @@ export class ChatSession {
       const detail = await getConversation(this.id);
       if (!detail || this.busy()) return;
       this.storedStatus = new Map(detail.messages.map(m => [m.id, m.status]));
-      this.noteStored(detail);
+      this.approvals.noteStored(detail);
       this.chat.messages = toUIMessages(detail.messages);
-      if (this.chat.status === 'error' && this.connection === 'ok' && detail.activeRunId === null) this.chat.clearError();
+      if (this.chat.status === 'error' && this.link.state === 'ok' && detail.activeRunId === null) this.chat.clearError();
       this.changed();
     } catch (error) {
       logUiError('refresh', error, this.context());
@@ -314,23 +226,30 @@ export class ChatSession {
   private handleError(error: Error): void {
     const request = this.lastRequest;
     const status = (error as { statusCode?: number }).statusCode ?? request?.status;
+    // A resume a gateway answered for the server (502/503/504: it is restarting, or gone) is the
+    // server not reached, as a failed fetch is.
+    const gateway = request?.method === 'GET' && (status === 502 || status === 503 || status === 504);
     const disconnected =
-      error instanceof TypeError || (request?.networkError !== undefined && !request.reachedServer);
+      error instanceof TypeError || (request?.networkError !== undefined && !request.reachedServer) || gateway;
     if (disconnected) {
       this.errorKind = 'network';
-      if (this.stockDecisions.size > 0 && request && !request.reachedServer) {
-        this.rollBackStockDecisions('the decision did not reach the server; try again');
+      if (this.approvals.continuationPending && request && !request.reachedServer) {
+        this.askAgain('The decision did not reach the server');
       }
       logUiError('network', error, this.context());
-      this.scheduleReconnect();
+      if (!this.resuming) this.link.scheduleReconnect(); // a reconnect's own failure: `reconnect` goes on
       return;
     }
     if (status !== undefined && status >= 400) {
       this.errorKind = 'http';
       const message = errorMessage(error.message);
-      if (this.stockDecisions.size > 0) {
-        if (status === 404 || status === 409 || status === 410) this.settleStockDecisions(status, message);
-        else this.rollBackStockDecisions(message);
+      if (this.approvals.continuationPending) {
+        if (status === 404 || status === 409 || status === 410) {
+          this.approvals.refuseContinuation(status, message);
+          void this.reload();
+        } else {
+          this.askAgain(message);
+        }
       }
       this.notice = message;
       this.changed();
@@ -341,7 +260,7 @@ export class ChatSession {
       this.errorKind = 'stream';
       logUiError('stream', error, this.context());
       this.notice = `The stream could not be read (${error.name}); reconnecting`;
-      this.scheduleReconnect();
+      this.link.scheduleReconnect();
       return;
     }
     // An `error` chunk: a step of the run failed. The stock client stops reading there, but the
@@ -358,68 +277,47 @@ export class ChatSession {
     if (this.lastRequest?.endedWithoutDone) {
       // The server closed the stream before the run's end (its time limit, or a read failure):
       // the run goes on; follow it again.
-      this.scheduleReconnect();
+      this.link.scheduleReconnect();
       return;
     }
-    if (this.connection !== 'ok') {
-      this.connection = 'ok';
+    if (this.link.state !== 'ok') {
+      this.link.state = 'ok';
       this.changed();
     }
   }
 
-  private scheduleReconnect(): void {
-    if (this.reconnects >= AUTOMATIC_RECONNECTS) {
-      this.connection = 'lost';
-      this.changed();
-      return;
-    }
-    this.reconnects += 1;
-    this.connection = 'reconnecting';
-    this.changed();
-    setTimeout(() => {
-      if (this.busy()) {
-        // Another stream already follows the run (useChat's resume on mount, a reconnect that
-        // came first): it carries the rest, and its own end decides what happens next.
-        this.connection = 'ok';
-        this.changed();
-        return;
-      }
-      void this.reconnect().then(() => {
-        if (this.connection === 'ok') this.reconnects = 0;
-      });
-    }, RECONNECT_DELAY_MS);
-  }
-
-  /** Manual reconnect (the "Reconnect" button). */
+  /** Manual reconnect (the "Reconnect" / "Try now" button). */
   retryConnection(): void {
-    this.reconnects = 0;
+    this.link.retryNow();
     void this.reconnect();
+  }
+
+  /** A resume was answered: the connection is back (the notice of the outage goes with it). */
+  private serverAnswered(): void {
+    this.notice = undefined;
+    this.link.answered();
+  }
+
+  /** The chat is gone from the page: no attempt is left scheduled. */
+  dispose(): void {
+    this.link.cancel();
+    void this.chat.stop();
   }
 
   // -- the transport's fetch ------------------------------------------------------------------------
 
   private watchingFetch = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
-    const method = (init?.method ?? 'GET').toUpperCase();
-    const record: RequestRecord = { method, reachedServer: false, done: false, endedWithoutDone: false };
+    const record: RequestRecord = { method: (init?.method ?? 'GET').toUpperCase(), reachedServer: false, done: false, endedWithoutDone: false };
     this.lastRequest = record;
     this.requests += 1;
-    let response: Response;
-    try {
-      response = await apiFetch(input, init); // a 401 renews the token, else signs in again
-    } catch (error) {
-      record.networkError = String(error);
-      throw error;
-    }
-    record.reachedServer = true;
-    record.status = response.status;
-    if (method === 'POST' && response.ok && this.stockDecisions.size > 0) this.acceptStockDecisions();
-    if (method === 'POST' && response.ok) this.hooks.onRunsChanged(); // a run started or went on: the sidebar
-    if (!response.ok || response.body == null || response.status === 204) return response;
-    const body = response.body
-      .pipeThrough(new TextDecoderStream())
-      .pipeThrough(eventIdFilter(this, record))
-      .pipeThrough(new TextEncoderStream());
-    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+    return recordedFetch(input, init, record, this, response => {
+      // A resume the server answers (it streams, or 204: nothing to follow) ends an outage at once,
+      // not when the resumed stream ends.
+      const resumed = record.method === 'GET' && (response.status === 200 || response.status === 204);
+      if (resumed && this.link.state !== 'ok') this.serverAnswered();
+      if (record.method === 'POST' && response.ok && this.approvals.continuationPending) this.approvals.acceptContinuation();
+      if (record.method === 'POST' && response.ok) this.hooks.onRunsChanged(); // a run started or went on: the sidebar
+    });
   };
 
   /** Called by the event filter for every event it passes on. */
@@ -430,82 +328,4 @@ export class ChatSession {
       if (type) this.lastEventType = type;
     }
   }
-}
-
-function position(id: string): [number, number] | null {
-  const match = /^(\d+)(?:\.(\d+))?$/.exec(id.trim());
-  if (!match) return null;
-  return [Number(match[1]), match[2] === undefined ? Number.MAX_SAFE_INTEGER : Number(match[2])];
-}
-
-function after(a: [number, number], b: [number, number]): boolean {
-  return a[0] > b[0] || (a[0] === b[0] && a[1] > b[1]);
-}
-
-/**
- * Passes SSE events through unchanged, except an event whose `id:` is not after the last id seen in
- * this response (the same event delivered again). It reads only the framing (`id:` lines, blank-line
- * separated events, `[DONE]`); the SDK parses the events.
- */
-function eventIdFilter(session: ChatSession, record: RequestRecord): TransformStream<string, string> {
-  let buffer = '';
-  let last: [number, number] | null = null;
-  const pass = (block: string, controller: TransformStreamDefaultController<string>) => {
-    let id: string | undefined;
-    let data: string | undefined;
-    for (const line of block.split('\n')) {
-      if (line.startsWith('id:')) id = line.slice(3).trim();
-      else if (line.startsWith('data:')) data = line.slice(5).trim();
-    }
-    if (data === '[DONE]') record.done = true;
-    const here = id === undefined ? null : position(id);
-    if (here !== null) {
-      if (last !== null && !after(here, last)) {
-        session.duplicatesDropped += 1;
-        return;
-      }
-      last = here;
-    }
-    session.noteEvent(id, data);
-    controller.enqueue(block + '\n\n');
-  };
-  return new TransformStream<string, string>({
-    transform(text, controller) {
-      buffer += text.includes('\r') ? text.replace(/\r\n?/g, '\n') : text;
-      const blocks = buffer.split('\n\n');
-      buffer = blocks.pop() ?? '';
-      for (const block of blocks) if (block.length > 0) pass(block, controller);
-    },
-    flush(controller) {
-      if (buffer.trim().length > 0) pass(buffer, controller);
-      if (!record.done) record.endedWithoutDone = true;
-    },
-  });
-}
-
-// -- the sessions of this page --------------------------------------------------------------------
-
-const sessions = new Map<string, ChatSession>();
-
-export function existingSession(id: string): ChatSession | undefined {
-  return sessions.get(id);
-}
-
-export function openSession(id: string, messages: UIMessage[], hooks: SessionHooks): ChatSession {
-  let session = sessions.get(id);
-  if (!session) {
-    session = new ChatSession(id, messages, hooks);
-    sessions.set(id, session);
-  }
-  return session;
-}
-
-export function dropSession(id: string): void {
-  const session = sessions.get(id);
-  sessions.delete(id);
-  void session?.chat.stop();
-}
-
-export function allSessions(): ChatSession[] {
-  return [...sessions.values()];
 }

@@ -17,13 +17,14 @@ import {
   type WaitingMessage,
 } from '../api';
 import { metadataOf, toolCallOf, traceFacts, type MessageContext } from '../model';
-import { existingSession, openSession, type ChatSession, type SessionHooks } from '../session';
+import type { ChatSession, SessionHooks } from '../session';
+import { existingSession, openSession } from '../sessions';
 import { logUiError } from '../telemetry';
 import { AgentPicker } from './AgentPicker';
 import { ErrorBoundary } from './ErrorBoundary';
 import { Icon } from './Icon';
 import { AssistantMessage, UserMessage } from './Message';
-import { questionOf } from './Parts';
+import { questionOf } from './QuestionCard';
 
 /** Called with the messages after every change. Errors are logged, never shown in a message. */
 export type MessageSubscriber = (messages: UIMessage[], session: ChatSession) => void;
@@ -172,7 +173,7 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
       firstMark.current = false; // on mount useChat's `resume: true` follows the active run
       return;
     }
-    if (!summary || busy || session.connection === 'reconnecting') return;
+    if (!summary || busy || session.connection === 'reconnecting') return; // (unreachable: the list is back, so is the server)
     const last = lastIndex >= 0 ? messages[lastIndex] : undefined;
     const lastMeta = last ? metadataOf(last) : {};
     const ended = lastMeta.completedAt !== undefined || lastMeta.abort !== undefined || lastMeta.error !== undefined;
@@ -289,6 +290,13 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
           <Icon name="alert" />
           {session.connection === 'reconnecting' ? (
             <span>Connection lost, reconnecting…</span>
+          ) : session.connection === 'unreachable' ? (
+            <>
+              <span>The server cannot be reached; trying again…</span>
+              <button type="button" onClick={() => session.retryConnection()} data-testid="reconnect">
+                Try now
+              </button>
+            </>
           ) : (
             <>
               <span>Connection lost. The run goes on on the server.</span>

@@ -1,0 +1,12 @@
+// What every block of the trace is given: the chat's session and the state of the turn it is in.
+import type { ChatSession } from '../session';
+
+export interface PartContext {
+  session: ChatSession;
+  /** Incomplete or superseded turn: cards are read-only. */
+  readOnly: boolean;
+  /** The run was stopped (aborted) before it finished: what was still open ends here. */
+  stopped: boolean;
+  /** The trace is live (running or waiting). */
+  live: boolean;
+}
