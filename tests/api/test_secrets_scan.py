@@ -111,7 +111,7 @@ def _dynamo(server: Running) -> tuple[str, str]:
 
 
 def _s3(checkpoint_items: str) -> tuple[str, str, int]:
-    """(every object but the checkpoints' blobs, those blobs, the number of objects)."""
+    """(every object but the checkpoints' blobs and offloaded outputs, those, the number of objects)."""
     s3: Any = boto3.client("s3", region_name=REGION)  # pyright: ignore[reportUnknownMemberType]
     pointed = set(re.findall(r"users/[A-Za-z0-9_./\-]+", checkpoint_items.replace("\\", "")))
     kept: list[str] = []
@@ -121,7 +121,8 @@ def _s3(checkpoint_items: str) -> tuple[str, str, int]:
         for entry in page.get("Contents", []):
             count += 1
             body = s3.get_object(Bucket=BUCKET, Key=entry["Key"])["Body"].read().decode()
-            (clear if entry["Key"] in pointed else kept).append(f"{entry['Key']}\n{body}")
+            in_clear = entry["Key"] in pointed or "/outputs/sha256/" in entry["Key"]  # the prompt's offloaded outputs
+            (clear if in_clear else kept).append(f"{entry['Key']}\n{body}")
     return "\n".join(kept), "\n".join(clear), count
 
 

@@ -35,6 +35,7 @@ const RENEW_MARGIN_SECONDS = 10;
 let manager: UserManager | undefined;
 let config: AuthConfig | undefined;
 let renewal: Promise<User | null> | undefined;
+let redirecting: Promise<void> | undefined;
 
 function here(): string {
   return window.location.pathname;
@@ -106,12 +107,23 @@ export async function startAuth(auth: AuthConfig | null): Promise<AuthStart> {
   return { kind: 'redirecting' };
 }
 
-/** Go to the provider's sign-in; it sends the browser back to `returnTo` (default: this page). */
-export async function signIn(returnTo: string = here()): Promise<void> {
-  if (!manager) return;
-  window.sessionStorage.removeItem(SIGNED_OUT_KEY);
-  const state: ReturnState = { returnTo };
-  await manager.signinRedirect({ state });
+/**
+ * Go to the provider's sign-in; it sends the browser back to `returnTo` (default: this page).
+ * Concurrent callers (several requests refused at once) share one redirect: a second one would
+ * abort the first navigation and replace the sign-in state it stored.
+ */
+export function signIn(returnTo: string = here()): Promise<void> {
+  const users = manager;
+  if (!users) return Promise.resolve();
+  redirecting ??= (async () => {
+    window.sessionStorage.removeItem(SIGNED_OUT_KEY);
+    const state: ReturnState = { returnTo };
+    await users.signinRedirect({ state });
+  })().catch((error: unknown) => {
+    redirecting = undefined; // the redirect never left (the provider unreachable): the next call tries again
+    throw error;
+  });
+  return redirecting;
 }
 
 /**
