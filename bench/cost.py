@@ -1,6 +1,6 @@
 """What one run costs on AWS, excluding the model's tokens: every billable request counted, per shape.
 
-    .venv/bin/python bench/cost.py [--deltas N] [--delta-ms MS] [--wait-sample S] [--shapes a,b]
+    .venv/bin/python bench/cost.py [--deltas N] [--delta-ms MS] [--wait-sample S] [--shapes a,b] [--also DIR]
 
 Each shape runs through the local backend as `stepline dev --memory` builds it (DynamoDB and S3 of
 template.yaml on moto, the real ASL on moto's Step Functions interpreter, the worker handlers in
@@ -33,13 +33,18 @@ The shapes:
 - `reply1`: a 1-step text reply, watched.
 
 A wait is billed by what happens during it: the meters are read over S seconds (2) of the real
-wait and scaled to its 10 minutes. Prices: `bench/cost_prices.py` (dated). Figures only.
+wait and scaled to its 10 minutes. Prices: `bench/cost_prices.py` (dated). `--also DIR` measures
+the same shapes on another checkout's `stepline` first (its `shared/` on the path, in a subprocess;
+the meters are this checkout's), so a change's before and after are printed from one run. Figures
+only.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import threading
 import time
@@ -86,18 +91,6 @@ SHAPES = {
     "headless10": Shape("headless10", 10, watched=False, approval=True),
     "reply1": Shape("reply1", 1, watched=True, approval=False),
 }
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One configuration of the cost levers (the services' and the store's options)."""
-
-    name: str
-    services: dict[str, Any]
-    store: dict[str, Any]
-
-
-VARIANTS = [Variant("today", {}, {})]
 
 
 # --- the script -------------------------------------------------------------------------------------
@@ -176,21 +169,20 @@ def continuation(chat_id: str, user: dict[str, Any], chunks: list[dict[str, Any]
     return {"id": chat_id, "messages": [user, message], "trigger": "submit-message", "messageId": message["id"]}
 
 
-def measure(shape: Shape, variant: Variant, args: argparse.Namespace) -> Bill:
+def measure(shape: Shape, args: argparse.Namespace) -> Bill:
     model = ScriptedModel.from_script(script(shape, args.deltas, args.delta_ms), model_id="scripted-cost")
     tools, approval = load_toolset(DEFAULT_TOOLS)
     observed = Observed()
 
     def make_services(**backend: Any) -> Services:
-        options = {"tool_approval": approval or None, "client": "stepline-bench", **variant.services}
-        return Services(model=model, tools=list(tools), **options, **backend)
+        return Services(
+            model=model, tools=list(tools), tool_approval=approval or None, client="stepline-bench", **backend
+        )
 
     with observed.s3_hook(), local_backend(make_services, wrap=lambda routes: wrap_timed(routes, observed)) as backend:
         services = backend.services
         keys, indexes = table_layout()
         store: Any = services.store
-        for name, value in variant.store.items():
-            setattr(store, name, value)
         meter = DynamoMeter(store.client, keys=keys, indexes=indexes)
         meter.unmetered.add(threading.get_ident())  # the bench's own reads (waiting for a state)
         store.client = meter
@@ -266,43 +258,67 @@ def section(title: str) -> Generator[None]:
     print()
 
 
+def report(shape: Shape, label: str, bill: dict[str, Any], wait_sample: float) -> None:
+    with section(f"{shape.name} ({label}): {bill['total']:.6f} $ per run"):
+        for meter, quantity, dollars in bill["lines"]:
+            print(f"  {meter:<32} {quantity:>44}  ${dollars:.6f}")
+        by = ", ".join(f"{k} {v:,}" for k, v in bill["by"])
+        print(f"  table write units by item: {by}")
+        print(f"  DynamoDB requests: {', '.join(f'{k} {v:,}' for k, v in bill['requests'])}")
+        if shape.approval:
+            print(
+                f"  of which the {WAIT_SECONDS / 60:.0f}-minute wait ({wait_sample:g} s sampled, scaled): "
+                f"{bill['wait'][0]:,} write units, {bill['wait'][1]:,.1f} read units"
+            )
+
+
+def as_json(bill: Bill) -> dict[str, Any]:
+    return {
+        "total": bill.total(),
+        "lines": bill.lines(),
+        "by": bill.write_units_by.most_common(),
+        "requests": sorted(bill.dynamodb_requests.items()),
+        "wait": [bill.wait.write_units, bill.wait.read_units],
+    }
+
+
+def measured_elsewhere(checkout: Path, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """The same shapes on another checkout's `stepline` (its shared/ first on the path), in a subprocess."""
+    command = [sys.executable, __file__, "--json", "--shapes", args.shapes, "--deltas", str(args.deltas)]
+    command += ["--delta-ms", str(args.delta_ms), "--wait-sample", str(args.wait_sample)]
+    env = {**os.environ, "PYTHONPATH": str(checkout.resolve() / "shared")}
+    out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--deltas", type=int, default=160)
     parser.add_argument("--delta-ms", type=float, default=25.0)
     parser.add_argument("--wait-sample", type=float, default=2.0)
     parser.add_argument("--shapes", default=",".join(SHAPES))
+    parser.add_argument("--also", metavar="DIR", help="also the same shapes on another checkout (before a change)")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     shapes = [SHAPES[name] for name in args.shapes.split(",")]
+    if args.json:
+        print(json.dumps({shape.name: as_json(measure(shape, args)) for shape in shapes}))
+        return
     with section(f"Prices (us-east-1 list prices as of {PRICES_DATE}; model tokens excluded):"):
         for service, price in PRICES.rows():
             print(f"  {service:<24} {price}")
-    totals: dict[tuple[str, str], float] = {}
-    for variant in VARIANTS:
+    columns: dict[str, dict[str, dict[str, Any]]] = {}
+    if args.also:
+        columns[f"before ({args.also})"] = measured_elsewhere(Path(args.also), args)
+    columns["now"] = {shape.name: as_json(measure(shape, args)) for shape in shapes}
+    for shape in shapes:
+        for label, bills in columns.items():
+            report(shape, label, bills[shape.name], args.wait_sample)
+    with section("$ per run / per 1,000 runs:"):
+        print(f"  {'shape':<12}" + "".join(f"{label:>34}" for label in columns))
         for shape in shapes:
-            bill = measure(shape, variant, args)
-            totals[(variant.name, shape.name)] = bill.total()
-            with section(f"{shape.name} ({variant.name}): {bill.total():.6f} $ per run"):
-                for meter, quantity, dollars in bill.lines():
-                    print(f"  {meter:<32} {quantity:>44}  ${dollars:.6f}")
-                writes = ", ".join(f"{k} {v:,}" for k, v in bill.write_units_by.most_common())
-                print(f"  table write units by item: {writes}")
-                calls = ", ".join(f"{k} {v:,}" for k, v in sorted(bill.dynamodb_requests.items()))
-                print(f"  DynamoDB requests: {calls}")
-                if shape.approval:
-                    wait = bill.wait
-                    print(
-                        f"  of which the {WAIT_SECONDS / 60:.0f}-minute wait ({args.wait_sample:g} s sampled, scaled): "
-                        f"{wait.write_units:,} write units, {wait.read_units:,.1f} read units"
-                    )
-    with section("$ per run and per 1,000 runs:"):
-        print(f"  {'shape':<12}" + "".join(f"{v.name:>28}" for v in VARIANTS))
-        for shape in shapes:
-            cells = "".join(
-                f"{totals[(v.name, shape.name)]:>12.6f} / {totals[(v.name, shape.name)] * 1000:>11.4f}"
-                for v in VARIANTS
-            )
-            print(f"  {shape.name:<12}{cells}")
+            cells = [bills[shape.name]["total"] for bills in columns.values()]
+            print(f"  {shape.name:<12}" + "".join(f"{c:>18.6f} / {c * 1000:>11.4f}" for c in cells))
 
 
 if __name__ == "__main__":
