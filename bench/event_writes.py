@@ -14,8 +14,9 @@
    about 2 KB. Its UI chunks go through the batcher; the items the store writes are built from the
    actual Stepline records and sized with `stepline.protocol._json.dumps` (attribute names plus
    JSON values: close to DynamoDB's own item size rule). WCU: 1 per started KB per item, twice
-   that inside a transaction; each event append is a 2-action transaction (the event item and the
-   run item's `last_event_seq`), as docs/data-model.md describes.
+   that inside a transaction. An event append is one conditional put per event item (as
+   docs/data-model.md describes); printed beside it, the 2-action transaction of before (the
+   event item and the run item's `last_event_seq`).
 
 Figures only; no assertions.
 """
@@ -376,17 +377,17 @@ def report_step() -> None:
         sizes = event_items(events)
         event_units = sum(wcu(s, transactional=True) for s in sizes)
         durable = sum(1 for e in events if e.durable)
-        append_units = event_units + run_units * len(events)
+        before_units = event_units + run_units * len(events)
+        append_units = sum(wcu(s, transactional=False) for s in sizes)
         print(
             f"   window {window * 1000:>3.0f} ms: {len(events)} events ({durable} durable, "
-            f"{len(events) - durable} delta batches; "
-            f"largest item {max(sizes)} B) → appends {event_units} (events) + {run_units * len(events)} (run) "
-            f"= {append_units} WCU"
+            f"{len(events) - durable} delta batches; largest item {max(sizes)} B) → appends {append_units} WCU"
+            f" (as transactions with the run item: {event_units} + {run_units * len(events)} = {before_units})"
         )
         if window == DEFAULT_WINDOW:
             default_events, default_append = events, append_units
     unbatched = [NewEvent(type="x", chunks=[c.to_wire()], durable=True) for c in chunks]
-    unbatched_units = sum(wcu(s, transactional=True) for s in event_items(unbatched)) + run_units * len(unbatched)
+    unbatched_units = sum(wcu(s, transactional=False) for s in event_items(unbatched))
     print(f"   (one event per chunk, no batching: {len(unbatched)} events → {unbatched_units} WCU)")
 
     print("   step-end transaction (each item rounded up to 1 KB, ×2 for the transaction):")

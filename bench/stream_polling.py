@@ -6,7 +6,7 @@ A resume stream (`GET /api/chat/{id}/stream`) stays open while its run waits for
 answer, and a chat stream while its run streams; on AWS either can last 14 minutes. This counts the
 DynamoDB requests of `stepline.api.tail.follow_run` following such a run for S seconds (10), on the
 local backend (the `DynamoStore` on moto, as `stepline dev` runs it), by a botocore hook on the
-client, and the writer's appends (`TransactWriteItems`) apart. In the same run:
+client, and the writer's appends (`PutItem`) apart. In the same run:
 
 - waiting: without back-off (`wait_poll_seconds` equal to `poll_seconds`, 100 ms: the reference),
   the polling defaults (the poll doubles up to one a second while the run waits), and notified
@@ -164,13 +164,13 @@ def main() -> None:
                 writer.join()
             gets, queries = seen["GetItem"], seen["Query"]
             per_minute = (gets + queries) / elapsed * 60
-            writes = written["TransactWriteItems"] / elapsed * 60
+            writes = written["PutItem"] / elapsed * 60
             rows[label] = per_minute
             print(f"{label:50} {gets:>8} {queries:>7} {per_minute:>10,.0f} {writes:>11,.0f}")
         reference, default = rows[configs[0][0]], rows[configs[1][0]]
         print(f"waiting: the polling defaults make {reference / default:.1f}x fewer requests than no back-off")
         print("(a read is one small item or page: 1 read request unit, consistent; an append is one")
-        print(" TransactWriteItems of the event and the run item: 4 write request units for items under 1 KB)")
+        print(" conditional PutItem of the event: 1 write request unit for an item under 1 KB)")
 
 
 if __name__ == "__main__":

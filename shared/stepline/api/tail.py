@@ -80,8 +80,8 @@ async def follow_run(
 ) -> AsyncIterator[str]:
     """SSE frames of the run's chunks after `after` (all when None), live, until the run stops.
 
-    A poll reads the run (one consistent read), and the log only when the run's `last_event_seq`
-    (written in the same transaction as the events) says it has something new; while the run
+    A poll reads the run (consistent reads; its `last_event_seq` is the log's last seq), and the
+    log only when that says it has something new; while the run
     waits for a person, the polls back off to `wait_poll_seconds`. A notification on `wake` (take
     the subscription before calling) reads the log at once instead, and the run only once the log
     has nothing new or something other than deltas came (a delta batch never ends or parks a run).

@@ -86,7 +86,25 @@ class DynamoUnit:
         return "Item" in self._store.client.get_item(TableName=self._store.agent_table, Key=key, ConsistentRead=True)
 
     def run(self, user_id: str, run_id: str) -> RunRecord | None:
-        return self.get_item({"pk": str_attr(f"U#{user_id}#R#{run_id}"), "sk": str_attr("META")})
+        """The run, its `last_event_seq` the log's: appends leave the run item as it is."""
+        run: RunRecord | None = self.get_item({"pk": str_attr(f"U#{user_id}#R#{run_id}"), "sk": str_attr("META")})
+        if run is None:
+            return None
+        last = self.last_event_seq(user_id, run_id)
+        return run if last <= run.last_event_seq else run.model_copy(update={"last_event_seq": last})
+
+    def last_event_seq(self, user_id: str, run_id: str) -> int:
+        """The seq of the run's last event, 0 before the first (one consistent read of the log's tail)."""
+        page = self._store.client.query(
+            TableName=self._store.events_table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": str_attr(f"U#{user_id}#R#{run_id}")},
+            ScanIndexForward=False,
+            Limit=1,
+            ConsistentRead=True,
+        )
+        items = page.get("Items", [])
+        return int(items[0]["seq"]["N"]) if items else 0
 
     def step(self, user_id: str, run_id: str, step_index: int) -> StepRecordRow | None:
         return self.get_item({"pk": str_attr(f"U#{user_id}#R#{run_id}"), "sk": str_attr(f"S#{step_index:06d}")})
@@ -170,6 +188,21 @@ class DynamoUnit:
         else:
             return []
         return [{"Put": {"TableName": table, "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}}]
+
+    def put_each(self) -> int:
+        """Write the staged new items one by one, in order, each a conditional `PutItem`.
+
+        No transaction: returns how many were written before one that already existed.
+        """
+        client = self._store.client
+        for index, (record, new) in enumerate(self.writes):
+            if not new or self._pointers(record):
+                raise StoreError(f"internal: a {type(record).__name__} is not written on its own")
+            try:
+                client.put_item(**self._action(record, new)["Put"])
+            except client.exceptions.ConditionalCheckFailedException:
+                return index
+        return len(self.writes)
 
     def commit(self) -> None:
         actions: list[dict[str, Any]] = []

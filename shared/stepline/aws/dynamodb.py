@@ -15,15 +15,16 @@ the store itself: encoding, retries under contention, and the port's reads and s
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from ..protocol._json import dumps, loads_strict
 from ..store.errors import ConcurrentUpdate, Conflict, NotFound, StoreError
-from ..store.operations.common import DELTA_RETENTION_MS
-from ..store.ports import Page
+from ..store.operations.common import DELTA_RETENTION_MS, event_records, live_run
+from ..store.ports import FinishRun, Page
 from ..store.records import (
     TERMINAL,
     ApprovalRecord,
@@ -31,6 +32,8 @@ from ..store.records import (
     ConversationRecord,
     EventRecord,
     MessageRecord,
+    NewEvent,
+    RunRecord,
 )
 from ..store.redacting_unit import RedactingUnit
 from ..store.redaction import ReasoningPolicy, Redactor
@@ -45,6 +48,8 @@ __all__ = ["DynamoStore"]
 
 T = TypeVar("T")
 MAX_ATTEMPTS = 40
+TAILS = 10_000
+"""How many runs' last written seq a store remembers (its appends' next seq without a read)."""
 
 
 class DynamoStore(TransactionalStore, UnitReads):
@@ -77,6 +82,8 @@ class DynamoStore(TransactionalStore, UnitReads):
         self._threshold = offload_threshold
         self.delta_retention_ms = delta_retention_ms
         self._sleep = sleep
+        self._tails: dict[tuple[str, str], int] = {}
+        """The last seq this store appended per run: where its next append goes, unread."""
 
     # -- encoding ----------------------------------------------------------------------------------
 
@@ -252,6 +259,49 @@ class DynamoStore(TransactionalStore, UnitReads):
         return [a for a in self._records(items) if a.status == "requested"]
 
     # -- events ----------------------------------------------------------------------------------------
+
+    def finish_run(self, user_id: str, run_id: str, finish: FinishRun) -> RunRecord:
+        """The run's end, its event in the same transaction as the terminal state.
+
+        One without an event of its own ends the log with an empty one (`end`): the end always
+        takes the log's next seq (see `append_events`).
+        """
+        if finish.event is None:
+            finish = dataclasses.replace(finish, event=NewEvent(type="end", chunks=[]))
+        return super().finish_run(user_id, run_id, finish)
+
+    def append_events(self, user_id: str, run_id: str, events: Sequence[NewEvent], *, now: int) -> list[EventRecord]:
+        """Each event one conditional `PutItem` at the next seq, the run item untouched.
+
+        The seq is the item's key, so `attribute_not_exists` lets one writer have it: a second
+        writer of the same seq fails, reads the run and the log's tail again, and appends after it
+        (no gap, no duplicate). The next seq is the last this store appended when it knows it (no
+        read at all), else read: the run (`TerminalState` once it has ended) and the log's tail.
+        The log stays closed after the end: the end's own event, written in the same transaction
+        as the terminal state, takes the next seq, so a writer that did not see the end collides
+        with it and then reads the run.
+        """
+        key = (user_id, run_id)
+        stored: list[EventRecord] = []
+        for attempt in range(MAX_ATTEMPTS):
+            last = self._tails.pop(key, None)
+            if last is None or not events:
+                last = live_run(DynamoUnit(self), user_id, run_id).last_event_seq
+            pending = event_records(user_id, run_id, last, events[len(stored) :], now, self.delta_retention_ms)
+            unit = DynamoUnit(self)
+            staging = RedactingUnit(unit, self._redactor, self._reasoning)
+            for record in pending:
+                staging.put(record, new=True)
+            written = unit.put_each()
+            stored += pending[:written]
+            if written == len(pending):
+                if stored:
+                    if len(self._tails) >= TAILS:
+                        self._tails.clear()
+                    self._tails[key] = stored[-1].seq
+                return stored
+            self._sleep(random.uniform(0, min(0.05, 0.002 * 2**attempt)))
+        raise ConcurrentUpdate(f"gave up after {MAX_ATTEMPTS} attempts under contention")
 
     def events_after(
         self, user_id: str, run_id: str, after_seq: int, *, limit: int | None = None, now: int

@@ -60,7 +60,7 @@ from ..llm.registry import DEMO_BOOK, resolve_with_timeout
 from ..runtime.approval_links import ApprovalLinks
 from ..runtime.hook_signatures import EnvHookSecrets
 from ..runtime.services import Services
-from ..store.event_batcher import DEFAULT_WINDOW
+from ..store.event_batcher import DEFAULT_WINDOW, UNATTENDED_WINDOW
 from ..tracing.setup import telemetry_from_env
 from .backend import Engine, LocalBackend, local_backend
 from .links import LocalLinkBlobStore, mount_links
@@ -207,6 +207,7 @@ def dev_server(
             notifier=unattended.notifier,
             deliveries=unattended.outbox,
             delta_window=DEFAULT_WINDOW if data_dir is None else LOCAL_DELTA_WINDOW,
+            unattended_delta_window=UNATTENDED_WINDOW if data_dir is None else LOCAL_DELTA_WINDOW,
             **backend,
         )
 

@@ -21,7 +21,7 @@ from ..llm.registry import DEMO_BOOK, resolve_with_timeout
 from ..loop.config import LoopConfig
 from ..loop.tools import ApprovalSetting, Tool
 from ..store.blobs import BlobStore
-from ..store.event_batcher import DEFAULT_WINDOW
+from ..store.event_batcher import DEFAULT_WINDOW, UNATTENDED_WINDOW
 from ..store.ports import Store
 from ..tools.context import RunContext
 from .approval_links import ApprovalLinks
@@ -96,6 +96,10 @@ class Services:
     deliveries: DeliveryLog | None = None
     """Where callback deliveries and their attempts are recorded (`GET /api/runs/{id}` reads them)."""
     delta_window: float = DEFAULT_WINDOW
+    """How long a delta is held at most for the next batch, in a run started from a chat."""
+    unattended_delta_window: float = UNATTENDED_WINDOW
+    """The same in a run no chat started (`trigger="automation"`: POST /api/runs, a schedule, a
+    webhook); someone who follows one anyway sees its text a batch per window."""
     stream_push: RunNotifier | None = None
     """Tells the streams following a run that its log has grown (None: they only poll)."""
     client: str | None = None

@@ -48,7 +48,7 @@ from .stream_push import notifier, notify
 from .turn import run_context_of
 from .waits import client_outputs, run_approvals
 
-__all__ = ["model_step"]
+__all__ = ["delta_window_of", "model_step"]
 
 _LOG = logging.getLogger("stepline.runtime")
 Next = Literal["continue", "await-approval", "await-client", "finished", "failed", "aborted"]
@@ -57,6 +57,11 @@ ABORT_POLL_SECONDS = 1.0
 
 
 # -- one model step ----------------------------------------------------------------------------------
+
+
+def delta_window_of(services: Services, run: RunRecord) -> float:
+    """The run's delta window: a chat's, or the unattended one for a run that no chat started."""
+    return services.unattended_delta_window if run.trigger == "automation" else services.delta_window
 
 
 def model_step(services: Services, user_id: str, run_id: str, *, invocation_id: str) -> dict[str, Any]:
@@ -98,7 +103,7 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
         run,
         message,
         now=services.clock,
-        window=services.delta_window,
+        window=delta_window_of(services, run),
         replay=replay,
         notify=notifier(services.stream_push, run.user_id, run.run_id),
     )
@@ -117,7 +122,7 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
     tools = ToolsStarted()
     config = tools.watch(config)
     watcher = asyncio.create_task(_watch_abort(services, user_id, run_id, abort))
-    timer = asyncio.create_task(_flush_on_time(recorder, services.delta_window))
+    timer = asyncio.create_task(_flush_on_time(recorder, delta_window_of(services, run)))
     try:
         if decisions:
             recorder.write([_response_chunk(d) for d in decisions])

@@ -34,6 +34,7 @@ __all__ = [
     "DELTA_RETENTION_MS",
     "assistant_message",
     "check_move",
+    "event_records",
     "get_approval",
     "get_conversation",
     "get_run",
@@ -160,20 +161,26 @@ def stage_events(
     unit: Unit, run: RunRecord, events: Sequence[NewEvent], now: int, retention: int
 ) -> tuple[RunRecord, list[EventRecord]]:
     """Stage the events with the next seqs; returns the run with its new `last_event_seq` (unstaged)."""
-    stored: list[EventRecord] = []
-    seq = run.last_event_seq
-    for event in events:
-        seq += 1
-        record = EventRecord(
-            user_id=run.user_id,
-            run_id=run.run_id,
-            seq=seq,
+    stored = event_records(run.user_id, run.run_id, run.last_event_seq, events, now, retention)
+    for record in stored:
+        unit.put(record, new=True)  # (run_id, seq) is written once: a second writer conflicts
+    return update(run, last_event_seq=stored[-1].seq if stored else run.last_event_seq), stored
+
+
+def event_records(
+    user_id: str, run_id: str, after_seq: int, events: Sequence[NewEvent], now: int, retention: int
+) -> list[EventRecord]:
+    """The events as records with the seqs after `after_seq` (a delta expires `retention` ms from now)."""
+    return [
+        EventRecord(
+            user_id=user_id,
+            run_id=run_id,
+            seq=after_seq + offset,
             type=event.type,
             chunks=event.chunks,
             durable=event.durable,
             created_at=now,
             expires_at=None if event.durable else now + retention,
         )
-        unit.put(record, new=True)  # (run_id, seq) is written once: a second writer conflicts
-        stored.append(record)
-    return update(run, last_event_seq=seq), stored
+        for offset, event in enumerate(events, start=1)
+    ]

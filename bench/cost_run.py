@@ -1,0 +1,186 @@
+"""What bench/cost.py observes of one run besides DynamoDB: Lambda, HTTP, Event API, S3, transitions."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import Generator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import uvicorn
+
+from bench.cost_meter import DynamoMeter, Usage
+from bench.cost_prices import Bill
+from stepline.local.workflow import LocalWorkflow
+from stepline.runtime.handlers import Handler, logical_name
+from stepline.runtime.stream_push import InProcessNotifier
+
+__all__ = ["CountingNotifier", "Observed", "serving", "wrap_timed"]
+
+
+class CountingNotifier(InProcessNotifier):
+    """The in-process notifier, counting what the Event API would bill: a publish per notification,
+    a delivery per stream subscribed when it is sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.publishes = 0
+        self.deliveries = 0
+
+    def notify(self, user_id: str, run_id: str, seq: int) -> None:
+        self.publishes += 1
+        self.deliveries += self.subscribers(user_id, run_id)
+        super().notify(user_id, run_id, seq)
+
+
+class Observed:
+    """Everything counted of a run outside the DynamoDB meter."""
+
+    def __init__(self) -> None:
+        self.notifier = CountingNotifier()
+        self.invocations: list[tuple[str, float]] = []
+        """(function logical id, seconds) per Lambda invocation."""
+        self.api_requests = 0
+        self.stream_seconds = 0.0
+        self.s3: Counter[str] = Counter()
+        self.wait_usage = Usage()
+        """What the sampled wait added (counted and scaled), apart from the rest of the run."""
+        self.wait_operations = 0
+        self._lock = threading.Lock()
+
+    def invoked(self, function: str, seconds: float) -> None:
+        with self._lock:
+            self.invocations.append((function, seconds))
+
+    @contextmanager
+    def s3_hook(self) -> Generator[None]:
+        """Count the S3 requests of every client created meanwhile (boto3's default session)."""
+        import boto3
+
+        session: Any = boto3.DEFAULT_SESSION or boto3.Session()  # pyright: ignore[reportUnknownMemberType]
+        boto3.DEFAULT_SESSION = session
+
+        def count(model: Any, **_: Any) -> None:
+            self.s3[model.name] += 1
+
+        session.events.register("before-call.s3.*", count)
+        try:
+            yield
+        finally:
+            session.events.unregister("before-call.s3.*", count)
+
+    def request(self, client: httpx.Client, function: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """One HTTP request through API Gateway to `function`, billed for as long as it took."""
+        started = time.monotonic()
+        response = client.request(method, path, **kwargs)
+        seconds = time.monotonic() - started
+        if response.status_code >= 400:
+            raise RuntimeError(f"{method} {path}: {response.status_code} {response.text}")
+        self.api_requests += 1
+        self.invoked(function, seconds)
+        if function == "StreamFunction":
+            self.stream_seconds += seconds
+        return response
+
+    def sample_wait(self, meter: DynamoMeter, sample: float, total: float) -> None:
+        """Count `sample` seconds of a wait and bill the rest of `total` seconds at the same rate."""
+        before = meter.reset()
+        publishes, deliveries = self.notifier.publishes, self.notifier.deliveries
+        time.sleep(sample)
+        factor = total / sample - 1
+        during = meter.reset()
+        meter.usage.add(before)
+        self.wait_usage.add(during)
+        self.wait_usage.add(during.scaled(factor))
+        ops = (self.notifier.publishes - publishes) + (self.notifier.deliveries - deliveries)
+        self.wait_operations += round(ops * factor)
+
+    def wait_finished(self, workflow: LocalWorkflow, run_id: str, timeout: float = 300.0) -> None:
+        deadline = time.monotonic() + timeout
+        while any(status == "RUNNING" for status in self._statuses(workflow, run_id)):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"execution of {run_id} still running")
+            time.sleep(0.05)
+
+    @staticmethod
+    def _statuses(workflow: LocalWorkflow, run_id: str) -> list[str]:
+        statuses: list[str] = []
+        while True:
+            try:
+                statuses.append(workflow.status(run_id, len(statuses)))
+            except Exception:  # no such generation: the run did not continue as new again
+                return statuses
+
+    @staticmethod
+    def transitions(workflow: LocalWorkflow, run_id: str) -> int:
+        entered = 0
+        for generation in range(len(Observed._statuses(workflow, run_id))):
+            entered += sum(1 for e in workflow.history(run_id, generation) if e["type"].endswith("StateEntered"))
+        return entered
+
+    def bill(self, usage: Usage, workflow: LocalWorkflow | None, run_id: str, memory: Mapping[str, float]) -> Bill:
+        assert workflow is not None
+        by: dict[str, float] = {}
+        for function, seconds in self.invocations:
+            by[function] = by.get(function, 0.0) + memory[function] * seconds
+        return Bill(
+            transitions=self.transitions(workflow, run_id),
+            lambda_requests=len(self.invocations),
+            gb_seconds=sum(by.values()),
+            gb_seconds_by=by,
+            write_units=usage.write_units,
+            write_units_by=usage.write_units_by,
+            dynamodb_requests=usage.requests,
+            index_write_units=usage.index_write_units,
+            read_units=usage.read_units,
+            api_requests=self.api_requests,
+            event_operations=self.notifier.publishes + self.notifier.deliveries + self.wait_operations,
+            event_connection_minutes=self.stream_seconds / 60,
+            s3_puts=sum(n for op, n in self.s3.items() if op in ("PutObject", "CopyObject", "ListObjectsV2")),
+            wait=self.wait_usage,
+            s3_gets=sum(n for op, n in self.s3.items() if op in ("GetObject", "HeadObject")),
+        )
+
+
+def wrap_timed(routes: Mapping[str, Handler], observed: Observed) -> dict[str, Handler]:
+    """The worker handlers, each call timed as its Lambda function's invocation."""
+
+    def timed(name: str, handler: Handler) -> Handler:
+        function = f"{logical_name(name)}Function"
+
+        def call(event: Any, context: Any) -> Any:
+            started = time.monotonic()
+            try:
+                return handler(event, context)
+            finally:
+                observed.invoked(function, time.monotonic() - started)
+
+        return call
+
+    return {name: timed(name, handler) for name, handler in routes.items()}
+
+
+@contextmanager
+def serving(app: Any) -> Generator[str]:
+    """The app on a free port, in a thread (the pattern of tests/support/server.py)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
