@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..store.errors import ConcurrentUpdate
-from . import ending, waits, worker
+from . import children, ending, waits, worker
 from .services import Services
 from .traces import traced_handler
 
@@ -93,7 +93,12 @@ def handlers(services: Callable[[], Services]) -> dict[str, Handler]:
         return result
 
     def await_input(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return waits.await_input(services(), event["userId"], event["runId"], event["taskToken"])
+        current = services()
+        user_id, run_id = event["userId"], event["runId"]
+        run = current.store.get_run(user_id, run_id)
+        if run.status == "waiting_user":  # its agent-tool calls' child runs, before it parks
+            children.start_children(current, run, waits.run_state(current, user_id, run_id))
+        return waits.await_input(current, user_id, run_id, event["taskToken"])
 
     def expire_input(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return waits.expire_input(services(), event["userId"], event["runId"])

@@ -54,13 +54,15 @@ def begin_turn(
     claims: Mapping[str, JsonValue] | None = None,
     body: Mapping[str, JsonValue] | None = None,
     unattended: Mapping[str, JsonValue] | None = None,
+    parent: Mapping[str, JsonValue] | None = None,
 ) -> TurnStarted:
     """Write the turn, its initial checkpoint and its `start` event, then start the workflow.
 
     `supersede_seqs` are the messages a regenerated answer replaces: they leave the history.
     `agent` names the agent of a new conversation (an existing one keeps its own; an unknown name
     raises `UnknownAgentError`); `claims` and `body` become the run's fixed context. `unattended`
-    is what a headless start records on the run (`stepline.runtime.headless`).
+    is what a headless start records on the run (`stepline.runtime.headless`); `parent` links a
+    child run to its parent's tool call (`stepline.runtime.children`).
     """
     store, now = services.store, services.clock()
     chosen = _turn_agent(services, user_id, conversation_id, agent)
@@ -78,6 +80,8 @@ def begin_turn(
     run_trace = RunTrace.new()
     if unattended is not None:
         context["unattended"] = dict(unattended)
+    if parent is not None:
+        context["parent"] = dict(parent)
     started = store.start_turn(
         user_id,
         TurnStart(

@@ -1,0 +1,67 @@
+"""A child run's end answers its parent's tool call, which resumes the parent once nothing else is open.
+
+A child run (`stepline.runtime.children`) records its parent on its context (`parent`: the parent's
+run id, the tool call it answers, its depth). Whichever call ends the child — FinalizeRun, FailRun,
+an abort, the reconciler — reports the end here, every time it passes (a retried end too): the
+answer is the store's compare-and-set (`answer_tool_call`), so the parent's call is answered once,
+and `waits.answer` resumes the parent's workflow when every call it waits for has its answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import cast
+
+from pydantic import JsonValue
+
+from ..protocol._json import loads_strict
+from ..store.errors import Conflict, NotFound, TerminalState
+from ..store.records import TERMINAL, RunRecord
+from .services import Services
+from .waits import answer, run_state
+
+__all__ = ["ParentLink", "child_result", "parent_of", "report_end"]
+
+_LOG = logging.getLogger("stepline.runtime")
+ParentLink = dict[str, JsonValue]
+"""`{"runId", "toolCallId", "toolName", "conversationId", "depth", "result"}` on a child run's context."""
+
+
+def parent_of(run: RunRecord) -> ParentLink | None:
+    """The parent link of a child run (None: a run a person or a system started)."""
+    parent = (run.context or {}).get("parent")
+    return cast(ParentLink, parent) if isinstance(parent, dict) else None
+
+
+def child_result(services: Services, run: RunRecord) -> tuple[JsonValue, str | None]:
+    """What the parent's tool call gets from an ended child: `(output, error_text)`."""
+    parent = parent_of(run) or {}
+    agent = run.agent or "sub-agent"
+    if run.status == "failed":
+        message = str((run.error or {}).get("message") or "it failed")
+        return None, f"the {agent} agent failed: {message}"
+    if run.status == "aborted":
+        return None, f"the {agent} agent was stopped ({run.cancel_reason or 'aborted'})"
+    state = run_state(services, run.user_id, run.run_id)
+    text = state.steps[-1].text if state.steps else ""
+    if parent.get("result") == "output":
+        try:
+            return cast(JsonValue, loads_strict(text)), None
+        except ValueError:
+            return None, f"the {agent} agent's answer is not the structured output it should be"
+    return text, None
+
+
+def report_end(services: Services, user_id: str, run_id: str) -> None:
+    """An ended child's result to its parent's tool call (nothing for a run without a parent)."""
+    run = services.store.get_run(user_id, run_id)
+    parent = parent_of(run)
+    if parent is None or run.status not in TERMINAL["run"]:
+        return
+    output, error_text = child_result(services, run)
+    parent_run, call = str(parent["runId"]), str(parent["toolCallId"])
+    with contextlib.suppress(Conflict, TerminalState, NotFound):  # answered already, or the parent has ended
+        answer(services, user_id, parent_run, call, output=output, error_text=error_text)
+        return
+    _LOG.info("child run %s ended after its parent %s stopped waiting for it", run_id, parent_run)
