@@ -10,28 +10,93 @@ and `waits.answer` resumes the parent's workflow when every call it waits for ha
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 from typing import cast
 
 from pydantic import JsonValue
 
+from ..agent.delegation import agent_tools_of
+from ..agent.loading import UnknownAgentError
+from ..loop.state import UsageTotals
 from ..protocol._json import loads_strict
 from ..store.errors import Conflict, NotFound, TerminalState
 from ..store.records import TERMINAL, RunRecord
 from .services import Services
 from .waits import answer, run_state
 
-__all__ = ["ParentLink", "child_result", "parent_of", "report_end"]
+__all__ = [
+    "CHILD_PREFIX",
+    "ParentLink",
+    "child_result",
+    "child_run_id",
+    "child_runs",
+    "missing_child_agent",
+    "parent_of",
+    "report_end",
+    "usage_with_children",
+]
 
 _LOG = logging.getLogger("stepline.runtime")
+CHILD_PREFIX = "sub-"
+"""A child run's id (and its conversation's) starts with this: `sub-` and 32 hex digits."""
 ParentLink = dict[str, JsonValue]
 """`{"runId", "toolCallId", "toolName", "conversationId", "depth", "result"}` on a child run's context."""
+
+
+def child_run_id(parent_run_id: str, tool_call_id: str) -> str:
+    """The child run of one tool call: the same id in every process and on every retry."""
+    digest = hashlib.sha256(f"{parent_run_id}\n{tool_call_id}".encode()).hexdigest()[:32]
+    return f"{CHILD_PREFIX}{digest}"
 
 
 def parent_of(run: RunRecord) -> ParentLink | None:
     """The parent link of a child run (None: a run a person or a system started)."""
     parent = (run.context or {}).get("parent")
     return cast(ParentLink, parent) if isinstance(parent, dict) else None
+
+
+def missing_child_agent(services: Services, run: RunRecord) -> bool:
+    """A child run whose agent the deployment no longer has (it fails, never runs another agent)."""
+    if parent_of(run) is None:
+        return False
+    try:
+        services.agent(run.agent)
+    except UnknownAgentError:
+        return True
+    return False
+
+
+def child_runs(services: Services, run: RunRecord) -> list[RunRecord]:
+    """The child runs started for the run's agent-tool calls, in call order."""
+    delegated = agent_tools_of(services.agent_of_run(run.agent))
+    if not delegated:
+        return []
+    found: list[RunRecord] = []
+    calls = sorted(services.store.list_tool_calls(run.user_id, run.run_id), key=lambda c: c.step_index)
+    for call in calls:
+        if call.tool_name in delegated:
+            with contextlib.suppress(NotFound):  # refused, or not started yet
+                found.append(services.store.get_run(run.user_id, child_run_id(run.run_id, call.tool_call_id)))
+    return found
+
+
+def usage_with_children(
+    services: Services, run: RunRecord, own: UsageTotals
+) -> tuple[dict[str, int] | None, list[dict[str, JsonValue]]]:
+    """The run's usage with its children's added (theirs include their own children's), and each child's."""
+    total, each = own, list[dict[str, JsonValue]]()
+    for child in child_runs(services, run):
+        usage = UsageTotals.model_validate(child.usage or {})
+        total = total.plus(usage)
+        parent = parent_of(child) or {}
+        entry: dict[str, JsonValue] = {"toolCallId": parent.get("toolCallId"), "agent": child.agent}
+        entry["runId"] = child.run_id
+        metadata = usage.to_metadata()
+        if metadata is not None:
+            entry["usage"] = cast(dict[str, JsonValue], metadata)
+        each.append(entry)
+    return total.to_metadata(), each
 
 
 def child_result(services: Services, run: RunRecord) -> tuple[JsonValue, str | None]:

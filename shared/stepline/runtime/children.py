@@ -18,7 +18,6 @@ once with a tool error the model reads; the parent then resumes without waiting.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 from typing import Any, cast
 
@@ -29,27 +28,25 @@ from ..agent.loading import UnknownAgentError
 from ..loop.state import LoopState
 from ..store.errors import Conflict, NotFound, TerminalState
 from ..store.records import TERMINAL, RunRecord
-from .child_results import parent_of, report_end
+from .child_results import child_run_id, parent_of, report_end
 from .services import Services
 from .turn import begin_turn
 from .waits import answer
 
-__all__ = ["CHILD_PREFIX", "child_run_id", "start_children"]
+__all__ = ["start_children"]
 
 _LOG = logging.getLogger("stepline.runtime")
-CHILD_PREFIX = "sub-"
-"""A child run's id (and its conversation's) starts with this: `sub-` and 32 hex digits."""
-
-
-def child_run_id(parent_run_id: str, tool_call_id: str) -> str:
-    """The child run of one tool call: the same id in every process and on every retry."""
-    digest = hashlib.sha256(f"{parent_run_id}\n{tool_call_id}".encode()).hexdigest()[:32]
-    return f"{CHILD_PREFIX}{digest}"
 
 
 def start_children(services: Services, run: RunRecord, state: LoopState) -> None:
     """A child run for each pending agent-tool call of the step (or its refusal, a tool error)."""
-    tools = agent_tools_of(services.agent_of_run(run.agent, run.agent_fingerprint))
+    agent = services.agent_of_run(run.agent, run.agent_fingerprint)
+    tools = agent_tools_of(agent)
+    defined = {t.name for t in agent.tools}
+    for gone in [c for c in state.pending_client_calls if c.tool_name not in defined]:  # redeployed without it
+        with contextlib.suppress(Conflict, TerminalState):
+            error = f"{gone.tool_name} is no longer one of this agent's tools"
+            answer(services, run.user_id, run.run_id, gone.tool_call_id, output=None, error_text=error)
     if not tools:
         return
     depth = int(cast(Any, (parent_of(run) or {}).get("depth", 0))) + 1

@@ -39,6 +39,7 @@ from ..store.records import (
 from . import inspection
 from . import retries as retry_log
 from .announce import announce_approvals, announce_question
+from .child_results import missing_child_agent
 from .ending import fail_run
 from .recorder import RunRecorder
 from .services import Services
@@ -67,6 +68,9 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
     run = store.get_run(user_id, run_id)
     if run.status in TERMINAL["run"]:
         return _reply(run, _TERMINAL_NEXT[run.status])
+    if missing_child_agent(services, run):  # a sub-agent redeployed away: a tool error for the parent
+        fail_run(services, user_id, run_id, f"the agent {run.agent} is no longer deployed", "agent_not_deployed")
+        return _reply(run, "failed", error={"code": "agent_not_deployed"})
     checkpoint = store.latest_checkpoint(user_id, run_id)
     assert checkpoint is not None, "a run always has its initial checkpoint"
     state = LoopState.model_validate(checkpoint.state)

@@ -38,7 +38,7 @@ from ..protocol._json import dumps
 from ..protocol.chunks import parse_chunk
 from ..protocol.reducer import reduce_ui_message_stream
 from ..runtime import ending, turn, waits
-from ..runtime.children import child_run_id
+from ..runtime.child_results import child_run_id
 from ..runtime.handlers import Handler, TransientModelError, handlers
 from ..runtime.services import Services
 from ..store.blobs import MemoryBlobStore

@@ -20,7 +20,7 @@ from stepline.agent.loading import AgentSet
 from stepline.local.backend import Engine, LocalBackend, local_backend
 from stepline.local.engine import LocalStepFunctions
 from stepline.runtime import waits
-from stepline.runtime.children import child_run_id
+from stepline.runtime.child_results import child_run_id
 from stepline.runtime.services import Services
 from stepline.runtime.turn import begin_turn
 from stepline.store.records import RunRecord

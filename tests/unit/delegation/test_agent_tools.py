@@ -15,7 +15,8 @@ from pydantic import BaseModel
 from stepline import Agent, RunContext, tool
 from stepline.agent.definition import AgentDefinitionError
 from stepline.agent.delegation import AgentTool, DelegatedTask, delegates_of
-from stepline.runtime.children import child_run_id
+from stepline.protocol.metadata import MessageMetadata
+from stepline.runtime.child_results import child_run_id
 from stepline.store.errors import NotFound
 from stepline.testing import Harness, call, fail, scripted_model, step, text
 from stepline.testing.result import TurnResult
@@ -185,3 +186,104 @@ def test_a_child_waiting_for_approval_keeps_the_parent_waiting_then_both_go_on_o
     assert again.status == "completed" and again.text == "done" and runs == ["T"]
     assert again.tool("writer").output == "posted"
     assert harness.run(sub.run_id).status == "completed"
+
+
+def test_usage_rolls_up_from_every_level_and_is_reported_per_child() -> None:
+    def used(tokens: int) -> dict[str, Any]:
+        return {"inputTokens": {"total": tokens}, "outputTokens": {"total": 1}}
+
+    leaf = Agent(name="leaf", model=scripted_model([step(text("leaf"), usage=used(100))]))
+    mid_model = scripted_model([step(call("leaf", task="x"), usage=used(20)), step(text("mid"), usage=used(30))])
+    mid = Agent(name="mid", model=mid_model, tools=[leaf.as_tool()])
+    lead_model = scripted_model([step(call("mid", task="y"), usage=used(1)), step(text("top"), usage=used(2))])
+    lead = Agent(name="lead", model=lead_model, tools=[mid.as_tool()])
+    harness = Harness(lead)
+    result = harness.turn("go")
+    metadata = result.stored_message["metadata"]
+    assert metadata["usage"] == {"inputTokens": 153, "outputTokens": 5}  # 1+2 own, 20+30 mid's, 100 leaf's
+    (entry,) = metadata["subAgents"]
+    assert entry == {
+        "toolCallId": result.tool_calls[0].tool_call_id,
+        "agent": "mid",
+        "runId": child(harness, result).run_id,
+        "usage": {"inputTokens": 150, "outputTokens": 3},
+    }
+    assert MessageMetadata.from_wire(metadata).sub_agents is not None
+    assert result.message["metadata"] == metadata  # the stream's finish carries the same
+
+
+def test_aborting_the_parent_aborts_its_children_and_grandchildren() -> None:
+    @tool(approval="user-approval")
+    def publish(title: str) -> str:
+        """Publish."""
+        return "published"
+
+    leaf = Agent(name="leaf", tools=[publish], model=scripted_model([call("publish", title="T")]))
+    mid = Agent(name="mid", tools=[leaf.as_tool()], model=scripted_model([call("leaf", task="x")]))
+    lead = Agent(name="lead", tools=[mid.as_tool()], model=scripted_model([call("mid", task="y")]))
+    harness = Harness(lead)
+    result = harness.turn("go")
+    mid_run = child(harness, result)
+    mid_call = harness.store.list_tool_calls("test-user", mid_run.run_id)[0]
+    leaf_run = harness.run(child_run_id(mid_run.run_id, mid_call.tool_call_id))
+    assert (result.status, mid_run.status, leaf_run.status) == ("waiting_user", "waiting_user", "waiting_approval")
+    harness.abort(result.run.run_id)
+    statuses = [harness.run(r).status for r in (result.run.run_id, mid_run.run_id, leaf_run.run_id)]
+    assert statuses == ["aborted", "aborted", "aborted"]
+    assert harness.run(leaf_run.run_id).cancel_reason == "parent_ended"
+    assert harness.store.get_conversation("test-user", result.conversation_id).active_run_id is None
+
+
+def test_a_child_agent_removed_by_a_redeploy_is_a_tool_error_never_a_stuck_run() -> None:
+    deployed = {"researcher": True}
+    researcher = Agent(name="researcher", model=scripted_model([text("found")]))
+
+    def agents() -> Agent:
+        tools = [researcher.as_tool()] if deployed["researcher"] else []
+        return Agent(name="lead", tools=tools, model=lead_model)
+
+    # removed while the child was queued: its step finds no definition and fails; the parent reads why
+    lead_model = scripted_model([call("researcher", task="x"), text("could not research")])
+    harness = Harness(agents)
+    original = harness.services
+
+    def redeploy_before_the_child_runs() -> Any:
+        services = original()
+        if harness.orchestrator.started[-1:] != harness.orchestrator.started[:1]:  # a child was started
+            deployed["researcher"] = False
+        return services
+
+    harness.services = redeploy_before_the_child_runs  # type: ignore[method-assign]
+    result = harness.turn("go")
+    assert result.status == "completed" and result.text == "could not research"
+    assert child(harness, result).status == "failed"
+    assert "no longer deployed" in str(result.tool("researcher").error)
+
+
+def test_a_tool_removed_while_the_parent_waited_to_park_is_answered_as_gone() -> None:
+    deployed = {"researcher": True}
+    researcher = Agent(name="researcher", model=scripted_model([text("found")]))
+    lead_model = scripted_model([call("researcher", task="x"), text("no researcher now")])
+
+    def agents() -> Agent:
+        tools = [researcher.as_tool()] if deployed["researcher"] else []
+        return Agent(name="lead", tools=tools, model=lead_model)
+
+    harness = Harness(agents)
+    original = harness._handlers  # pyright: ignore[reportPrivateUsage]
+
+    def handlers() -> Any:
+        routes = original()
+        step_handler = routes["stepline-model-step"]
+
+        def model_step(event: dict[str, Any], context: Any) -> dict[str, Any]:
+            reply = step_handler(event, context)
+            deployed["researcher"] = False  # the redeploy lands between the step and AwaitInput
+            return reply
+
+        return routes | {"stepline-model-step": model_step}
+
+    harness._handlers = handlers  # type: ignore[method-assign]  # pyright: ignore[reportPrivateUsage]
+    result = harness.turn("go")
+    assert result.status == "completed" and result.text == "no researcher now"
+    assert "no longer one of this agent's tools" in str(result.tool("researcher").error)
