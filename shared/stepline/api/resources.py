@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import RedirectResponse
 
+from ..runtime.child_results import is_child_conversation
 from ..runtime.ending import abort_run
 from ..runtime.waits import decide
 from ..store.artifacts import artifact_link
@@ -65,7 +66,8 @@ def conversations(
         page = services.store.list_conversations(user_id, limit=limit, cursor=cursor)
     except InvalidCursor as error:
         raise ApiError(400, f"cursor: {error} (pass nextCursor back as it came)") from None
-    return ConversationList(conversations=[conversation_summary(c) for c in page.items], next_cursor=page.cursor)
+    shown = [conversation_summary(c) for c in page.items if not is_child_conversation(c.conversation_id)]
+    return ConversationList(conversations=shown, next_cursor=page.cursor)
 
 
 @router.get("/api/conversations/{conversation_id}", tags=["conversations"])

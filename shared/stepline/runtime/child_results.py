@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import re
 from typing import cast
 
 from pydantic import JsonValue
@@ -31,6 +32,7 @@ __all__ = [
     "child_result",
     "child_run_id",
     "child_runs",
+    "is_child_conversation",
     "missing_child_agent",
     "parent_of",
     "report_end",
@@ -40,6 +42,7 @@ __all__ = [
 _LOG = logging.getLogger("stepline.runtime")
 CHILD_PREFIX = "sub-"
 """A child run's id (and its conversation's) starts with this: `sub-` and 32 hex digits."""
+_CHILD_ID = re.compile(CHILD_PREFIX + "[0-9a-f]{32}")
 ParentLink = dict[str, JsonValue]
 """`{"runId", "toolCallId", "toolName", "conversationId", "depth", "result"}` on a child run's context."""
 
@@ -48,6 +51,11 @@ def child_run_id(parent_run_id: str, tool_call_id: str) -> str:
     """The child run of one tool call: the same id in every process and on every retry."""
     digest = hashlib.sha256(f"{parent_run_id}\n{tool_call_id}".encode()).hexdigest()[:32]
     return f"{CHILD_PREFIX}{digest}"
+
+
+def is_child_conversation(conversation_id: str) -> bool:
+    """A child run's conversation (its id is the child run's): the user's list leaves it out."""
+    return _CHILD_ID.fullmatch(conversation_id) is not None
 
 
 def parent_of(run: RunRecord) -> ParentLink | None:

@@ -25,12 +25,13 @@ import contextlib
 import itertools
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from pydantic import JsonValue
 
 from ..agent.definition import Agent
+from ..agent.delegation import AgentTool
 from ..agent.loading import AgentSet, load_agents
 from ..errors import StepLineError
 from ..llm.base import LanguageModel
@@ -120,10 +121,7 @@ class Harness:
         models: Mapping[str, LanguageModel] = (
             self.model if isinstance(self.model, Mapping) else {name: self.model for name, _ in agents}
         )
-        return AgentSet(
-            {name: _with_model(agent, models[name]) if name in models else agent for name, agent in agents},
-            agents.reference,
-        )
+        return AgentSet({name: _with_models(agent, models) for name, agent in agents}, agents.reference)
 
     def _handlers(self) -> dict[str, Handler]:
         return handlers(self.services)
@@ -341,8 +339,13 @@ def _with(agent: Agent, **changes: Any) -> Agent:
     return Agent(**(fields | changes))
 
 
-def _with_model(agent: Agent, model: LanguageModel) -> Agent:
-    return _with(agent, model=model)
+def _with_models(agent: Agent, models: Mapping[str, LanguageModel]) -> Agent:
+    """The agent with its model from `models` (by name), and so its sub-agents (`as_tool`), at any depth."""
+    tools: tuple[Any, ...] = agent.tools if isinstance(agent.tools, tuple) else ()
+    if any(isinstance(t, AgentTool) for t in tools):
+        tools = tuple(replace(t, agent=_with_models(t.agent, models)) if isinstance(t, AgentTool) else t for t in tools)
+        agent = _with(agent, tools=list(tools))
+    return _with(agent, model=models[agent.name]) if agent.name in models else agent
 
 
 def _agent_set(mapping: Mapping[str, Agent]) -> AgentSet:
