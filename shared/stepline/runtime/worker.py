@@ -40,6 +40,7 @@ from . import inspection
 from . import retries as retry_log
 from .announce import announce_approvals, announce_question
 from .child_results import missing_child_agent
+from .child_stream import mirror_progress
 from .ending import fail_run
 from .recorder import RunRecorder
 from .services import Services
@@ -306,6 +307,7 @@ def _persist(
         )
     except Conflict:
         _LOG.info("step %s of run %s was already saved", step.step_number, run.run_id)
+    mirror_progress(services, run, snapshot.parts, step_number=step.step_number, kind=outcome.kind)
     if outcome.kind == "await-approval":
         _request_approvals(services, run, state, snapshot)
     elif outcome.kind == "await-client":
