@@ -15,10 +15,12 @@ from typing import Any
 
 import pytest
 
+from stepline.protocol.sse import decode_ui_message_stream
 from stepline.runtime.child_results import child_run_id
 from stepline.store.records import ApprovalRecord
 from tests.api.test_chat_api import send, stored, user_message, wait_status
 from tests.support.desk_agents import FINDINGS
+from tests.support.sdk_oracle import SdkOracle
 from tests.support.server import Running, config, running
 
 USER, OTHER = "alice", "bob"
@@ -94,3 +96,18 @@ def test_a_childs_approval_is_decided_by_its_owner_once_and_the_client_cannot_an
     assert tools["tool-researcher"]["output"] == json.loads(FINDINGS)
     assert parts[-1]["text"] == "Your brief is saved."
     assert [c["id"] for c in listed] == ["desk"]
+
+
+def test_the_chat_stream_follows_the_parent_while_its_sub_agent_works_and_ends_with_the_answer(
+    server: Running, sdk: SdkOracle
+) -> None:
+    with server.client(USER) as client:
+        response = send(client, "facts", "some facts about otters")
+        done = wait_status(client, "facts", "idle", timeout=30)
+    chunks = [c.to_wire() for c in decode_ui_message_stream(response.text)]
+    types = [c["type"] for c in chunks]
+    preliminary = [c for c in chunks if c["type"] == "tool-output-available" and c.get("preliminary")]
+    assert preliminary and preliminary[0]["output"]["parts"][-1]["text"] == FINDINGS  # the child, inside
+    assert types[-1] == "finish" and "text-delta" in types  # one stream: the child's progress, then the answer
+    reduced = sdk.call("reduce", chunks=chunks)
+    assert reduced["errors"] == [] and reduced["final"]["parts"] == done["messages"][-1]["parts"]

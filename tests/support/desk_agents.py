@@ -45,16 +45,26 @@ writer = _with(
         [_calls(("w1", "save_brief", '{"title": "otters", "text": "Otters use rocks."}')), _text("Saved.")],
     ),
 )
+_LEAD = {
+    "scripts": [
+        {
+            "name": "brief",
+            "match": ["brief"],
+            "steps": [
+                _calls(("r1", "researcher", '{"topic": "otters"}'), ("w1", "writer", '{"task": "notes: otters"}')),
+                _text("Your brief is saved."),
+            ],
+        },
+        {
+            "name": "facts",
+            "match": ["facts"],
+            "steps": [_calls(("r1", "researcher", '{"topic": "otters"}')), _text("Here are the facts.")],
+        },
+    ]
+}
 lead = _with(
     desk.lead,
-    model=_book(
-        "lead",
-        "brief",
-        [
-            _calls(("r1", "researcher", '{"topic": "otters"}'), ("w1", "writer", '{"task": "notes: otters"}')),
-            _text("Your brief is saved."),
-        ],
-    ),
+    model=ScriptBook.from_book(_LEAD, model_id="lead"),
     tools=[researcher.as_tool(input=desk.Topic, result="output"), writer.as_tool()],
 )
 AGENTS = {"lead": lead}

@@ -17,7 +17,7 @@ from typing import cast
 
 from pydantic import JsonValue
 
-from ..agent.delegation import agent_tools_of
+from ..agent.delegation import DEFAULT_MAX_DEPTH, agent_tools_of
 from ..agent.loading import UnknownAgentError
 from ..loop.state import UsageTotals
 from ..protocol._json import loads_strict
@@ -32,6 +32,7 @@ __all__ = [
     "child_result",
     "child_run_id",
     "child_runs",
+    "children_at_work",
     "is_child_conversation",
     "missing_child_agent",
     "parent_of",
@@ -87,6 +88,28 @@ def child_runs(services: Services, run: RunRecord) -> list[RunRecord]:
             with contextlib.suppress(NotFound):  # refused, or not started yet
                 found.append(services.store.get_run(run.user_id, child_run_id(run.run_id, call.tool_call_id)))
     return found
+
+
+def children_at_work(services: Services, run: RunRecord, levels: int = DEFAULT_MAX_DEPTH) -> bool:
+    """True while a sub-agent of `run` (or of theirs, `levels` deep) is about to start, queued or running.
+
+    A run waiting for its sub-agents is `waiting_user`, but its stream follows it on while one of
+    them works (their progress reaches its log); once each waits for a person or has ended, the
+    stream stops as at any wait.
+    """
+    if levels < 1 or run.status != "waiting_user":
+        return False
+    delegated = agent_tools_of(services.agent_of_run(run.agent))
+    for call in services.store.list_tool_calls(run.user_id, run.run_id):
+        if call.status != "pending" or call.tool_name not in delegated:
+            continue
+        try:
+            child = services.store.get_run(run.user_id, child_run_id(run.run_id, call.tool_call_id))
+        except NotFound:  # AwaitInput starts it next
+            return True
+        if child.status in ("queued", "running") or children_at_work(services, child, levels - 1):
+            return True
+    return False
 
 
 def usage_with_children(
