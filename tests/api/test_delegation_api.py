@@ -56,6 +56,7 @@ def test_a_childs_approval_is_decided_by_its_owner_once_and_the_client_cannot_an
         approval = _approval(server)
         assert approval.tool_name == "save_brief"
         waiting = stored(client, "desk")
+        listed_waiting = client.get("/api/conversations").json()["conversations"]
         message = waiting["messages"][-1]
         run_id = waiting["activeRunId"]
         assert approval.run_id == child_run_id(run_id, "w1")  # the writer's child run waits
@@ -86,6 +87,8 @@ def test_a_childs_approval_is_decided_by_its_owner_once_and_the_client_cannot_an
         again = client.post(f"/api/approvals/{approval.approval_id}", json={"approved": False})
         done = wait_status(client, "desk", "idle", timeout=30)
         listed = client.get("/api/conversations").json()["conversations"]
+    assert waiting["status"] == "waiting_approval"  # the lead waits for its writer, which waits for a person
+    assert [(c["id"], c["status"]) for c in listed_waiting] == [("desk", "waiting_approval")]
     assert refused.status_code == 400, refused.text
     assert foreign.status_code == 404
     assert decided.status_code == 200 and decided.json()["status"] == "approved"

@@ -22,7 +22,7 @@ from ..agent.loading import UnknownAgentError
 from ..loop.state import UsageTotals
 from ..protocol._json import loads_strict
 from ..store.errors import Conflict, NotFound, TerminalState
-from ..store.records import TERMINAL, RunRecord
+from ..store.records import TERMINAL, ConversationRecord, RunRecord
 from .services import Services
 from .waits import answer, run_state
 
@@ -37,6 +37,7 @@ __all__ = [
     "missing_child_agent",
     "parent_of",
     "report_end",
+    "shown_status",
     "usage_with_children",
 ]
 
@@ -109,6 +110,34 @@ def children_at_work(services: Services, run: RunRecord, levels: int = DEFAULT_M
             return True
         if child.status in ("queued", "running") or children_at_work(services, child, levels - 1):
             return True
+    return False
+
+
+def shown_status(services: Services, conversation: ConversationRecord) -> ConversationRecord:
+    """The conversation as its user sees it: `waiting_approval` while a sub-agent below its run waits for one.
+
+    The run itself waits for its children (`waiting_user`); a descendant at any depth that waits for
+    an approval is what the person is asked for.
+    """
+    if conversation.status != "waiting_user" or conversation.active_run_id is None:
+        return conversation
+    with contextlib.suppress(NotFound):
+        run = services.store.get_run(conversation.user_id, conversation.active_run_id)
+        if _approval_below(services, run, DEFAULT_MAX_DEPTH):
+            return conversation.model_copy(update={"status": "waiting_approval"})
+    return conversation
+
+
+def _approval_below(services: Services, run: RunRecord, levels: int) -> bool:
+    if levels < 1 or run.status != "waiting_user":
+        return False
+    delegated = agent_tools_of(services.agent_of_run(run.agent))
+    for call in services.store.list_tool_calls(run.user_id, run.run_id):
+        if call.status == "pending" and call.tool_name in delegated:
+            with contextlib.suppress(NotFound):
+                child = services.store.get_run(run.user_id, child_run_id(run.run_id, call.tool_call_id))
+                if child.status == "waiting_approval" or _approval_below(services, child, levels - 1):
+                    return True
     return False
 
 
