@@ -19,6 +19,7 @@ from stepline.protocol.metadata import MessageMetadata
 from stepline.runtime.child_results import child_run_id
 from stepline.store.errors import NotFound
 from stepline.testing import Harness, call, fail, scripted_model, step, text
+from stepline.testing.engine import LambdaContext
 from stepline.testing.result import TurnResult
 
 CLAIMS = {"sub": "test-user", "name": "Ann", "tenant": "t-7"}
@@ -287,3 +288,26 @@ def test_a_tool_removed_while_the_parent_waited_to_park_is_answered_as_gone() ->
     result = harness.turn("go")
     assert result.status == "completed" and result.text == "no researcher now"
     assert "no longer one of this agent's tools" in str(result.tool("researcher").error)
+
+
+def test_an_expired_parent_wait_is_a_tool_error_and_aborts_the_children_it_no_longer_waits_for() -> None:
+    @tool(approval="user-approval")
+    def publish(title: str) -> str:
+        """Publish."""
+        return "published"
+
+    writer = Agent(name="writer", tools=[publish], model=scripted_model([call("publish", title="T")]))
+    lead_model = scripted_model([call("writer", task="post"), text("the writer ran out of time")])
+    lead = Agent(name="lead", model=lead_model, tools=[writer.as_tool()])
+    harness = Harness(lead)
+    result = harness.turn("go")
+    sub = child(harness, result)
+    assert sub.status == "waiting_approval"
+    event = {"userId": "test-user", "runId": result.run.run_id}
+    harness._handlers()["stepline-expire-input"](event, LambdaContext("expire"))  # pyright: ignore[reportPrivateUsage]
+    assert harness.run(sub.run_id).status == "aborted"
+    assert harness.run(sub.run_id).cancel_reason == "parent_wait_expired"
+    (row,) = harness.store.list_tool_calls("test-user", result.run.run_id)
+    assert row.status == "error" and "no answer before the timeout" in str(row.error)
+    harness._handlers()["stepline-model-step"](event, LambdaContext("step"))  # pyright: ignore[reportPrivateUsage]
+    assert "no answer before the timeout" in prompt_text(lead_model, 1)  # the model reads the expiry
