@@ -101,6 +101,8 @@ def children_at_work(services: Services, run: RunRecord, levels: int = DEFAULT_M
     if levels < 1 or run.status != "waiting_user":
         return False
     delegated = agent_tools_of(services.agent_of_run(run.agent))
+    if not delegated:  # an agent without sub-agents: a question's wait reads nothing more
+        return False
     for call in services.store.list_tool_calls(run.user_id, run.run_id):
         if call.status != "pending" or call.tool_name not in delegated:
             continue
@@ -132,7 +134,8 @@ def _approval_below(services: Services, run: RunRecord, levels: int) -> bool:
     if levels < 1 or run.status != "waiting_user":
         return False
     delegated = agent_tools_of(services.agent_of_run(run.agent))
-    for call in services.store.list_tool_calls(run.user_id, run.run_id):
+    calls = services.store.list_tool_calls(run.user_id, run.run_id) if delegated else []
+    for call in calls:
         if call.status == "pending" and call.tool_name in delegated:
             with contextlib.suppress(NotFound):
                 child = services.store.get_run(run.user_id, child_run_id(run.run_id, call.tool_call_id))
