@@ -129,3 +129,39 @@ def _latest_status(backend: LocalBackend, run_id: str) -> str:
         except Exception:  # no later generation
             return backend.workflow.status(run_id, generation)
         generation += 1
+
+
+def test_a_restart_over_the_data_folder_loses_no_child_and_no_approval(tmp_path: Any) -> None:
+    """`stepline dev` stops while a grandchild waits for its approval; started again, the decision goes home."""
+    published: list[str] = []
+    agents = _agents(published)
+
+    def make(**backend: Any) -> Services:
+        return Services(agents=agents, **backend)
+
+    with local_backend(make, engine="local", data_dir=tmp_path) as backend:
+        services = backend.services
+        begin_turn(
+            services,
+            USER,
+            conversation_id="c-lead",
+            run_id="run-lead",
+            assistant_message_id="a-lead",
+            user_message={"id": "u-lead", "role": "user", "parts": [{"type": "text", "text": "go"}]},
+        )
+        (approval,) = _until(lambda: services.store.pending_approvals(USER), "the grandchild's approval")
+        _until(lambda: services.store.get_approval(USER, approval.approval_id).task_token, "the approval's token")
+        researcher, writer = _children(services, services.store.get_run(USER, "run-lead"))
+        _until(lambda: services.store.get_run(USER, writer.run_id).status == "completed", "the writer's end")
+    with local_backend(make, engine="local", data_dir=tmp_path) as backend:  # the next start of the server
+        services = backend.services
+        assert backend.redriven >= 3  # the lead, the researcher and the checker, each waiting
+        _until(lambda: services.store.get_approval(USER, approval.approval_id).task_token, "the token again")
+        waits.decide(services, USER, approval.approval_id, approved=True, reason=None)
+        done = _until(
+            lambda: (r := services.store.get_run(USER, "run-lead")).status == "completed" and r, "the lead's end"
+        )
+        message = services.store.get_message(USER, done.conversation_id, done.assistant_message_id)
+        outputs = [p.get("output") for p in message.parts if str(p["type"]).startswith("tool-")]
+        assert outputs == ["researched", "written"] and published == ["N"]
+        assert services.store.get_run(USER, researcher.run_id).status == "completed"
