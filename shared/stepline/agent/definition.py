@@ -50,6 +50,7 @@ from ..loop.stop import StopCondition, is_step_count
 from ..loop.tools import ApprovalPolicy, ApprovalSetting, Tool
 from ..protocol.model_messages import ProviderOptions, SystemModelMessage
 from ..protocol.to_model_messages import ReasoningPolicy
+from .delegation import AgentTool, ResultKind, agent_tool
 from .fingerprint import digest
 from .toolsets import agent_tools
 from .unattended import Hook, Schedule, unique_names
@@ -329,6 +330,21 @@ class Agent(BaseModel):
             **host,
         }
         return options
+
+    def as_tool(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        input: type[BaseModel] | None = None,
+        result: ResultKind = "text",
+        **limits: int,
+    ) -> AgentTool:
+        """This agent as another agent's tool: each call a durable child run (`stepline.agent.delegation`)."""
+        try:
+            return agent_tool(self, name=name, description=description, input=input, result=result, **limits)
+        except (ValueError, TypeError) as error:
+            raise AgentDefinitionError(f"agent {self.name}: as_tool: {error}") from None
 
     def renamed(self, name: str) -> Agent:
         """The same agent under another name (a mapping's key), with its own fingerprint."""

@@ -23,6 +23,7 @@ from typing import Any, cast
 from ..errors import StepLineError
 from ..tools import ToolsetError, load_toolset
 from .definition import Agent
+from .delegation import delegates_of
 
 __all__ = [
     "DEFAULT_TOOLS",
@@ -85,8 +86,8 @@ class AgentSet:
         """The agent called `name` (None: the default); `UnknownAgentError` when there is none."""
         if name is None:
             return self.default
-        agent = self.agents.get(name)
-        if agent is None:
+        agent = self.agents.get(name) or delegates_of(self.agents.values()).get(name)
+        if agent is None:  # a sub-agent is found through the agents whose tools it is
             raise UnknownAgentError(name, self.names())
         return agent
 

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import RedirectResponse
 
+from ..runtime.child_results import is_child_conversation, shown_status
 from ..runtime.ending import abort_run
 from ..runtime.inbox import start_after
 from ..runtime.waits import decide
@@ -67,14 +68,16 @@ def conversations(
         page = services.store.list_conversations(user_id, limit=limit, cursor=cursor)
     except InvalidCursor as error:
         raise ApiError(400, f"cursor: {error} (pass nextCursor back as it came)") from None
-    return ConversationList(conversations=[conversation_summary(c) for c in page.items], next_cursor=page.cursor)
+    mine = [c for c in page.items if not is_child_conversation(c.conversation_id)]
+    shown = [conversation_summary(shown_status(services, c)) for c in mine]
+    return ConversationList(conversations=shown, next_cursor=page.cursor)
 
 
 @router.get("/api/conversations/{conversation_id}", tags=["conversations"])
 def conversation(conversation_id: Id, user_id: User, services: ServicesDep) -> ConversationDetail:
     record = services.store.get_conversation(user_id, conversation_id)
     messages = services.store.list_messages(user_id, conversation_id, limit=10_000).items
-    return conversation_detail(record, messages)
+    return conversation_detail(shown_status(services, record), messages)
 
 
 @router.delete("/api/conversations/{conversation_id}", tags=["conversations"], status_code=204)

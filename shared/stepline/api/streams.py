@@ -12,6 +12,7 @@ from fastapi.responses import StreamingResponse
 
 from ..protocol.request import parse_chat_request
 from ..protocol.sse import UI_MESSAGE_STREAM_HEADERS, with_keep_alive
+from ..runtime.child_results import children_at_work
 from ..runtime.services import Services
 from ..store.errors import NotFound
 from ..store.replay import EventPosition, parse_event_id
@@ -73,7 +74,14 @@ def _stream_chat(
         wake = services.stream_push.subscribe(user_id, chat.run_id) if services.stream_push is not None else None
         try:
             tail = follow_run(
-                services.store, user_id, chat.run_id, after=chat.after, options=follow, clock=services.clock, wake=wake
+                services.store,
+                user_id,
+                chat.run_id,
+                after=chat.after,
+                options=follow,
+                clock=services.clock,
+                wake=wake,
+                at_work=lambda run: children_at_work(services, run),
             )
             async for frame in tail:
                 yield frame

@@ -37,7 +37,7 @@ from ..protocol.sse import DONE
 from ..runtime.stream_push import RunSubscription
 from ..store.event_batcher import DELTA_EVENT
 from ..store.ports import Store
-from ..store.records import TERMINAL, WAITING_RUN, EventRecord
+from ..store.records import TERMINAL, WAITING_RUN, EventRecord, RunRecord
 from ..store.replay import WHOLE_EVENT, EventPosition, chunks_after, event_id
 
 __all__ = ["TailOptions", "follow_run", "wait_position"]
@@ -77,6 +77,7 @@ async def follow_run(
     options: TailOptions = TailOptions(),
     clock: Callable[[], int],
     wake: RunSubscription | None = None,
+    at_work: Callable[[RunRecord], bool] | None = None,
 ) -> AsyncIterator[str]:
     """SSE frames of the run's chunks after `after` (all when None), live, until the run stops.
 
@@ -85,6 +86,8 @@ async def follow_run(
     waits for a person, the polls back off to `wait_poll_seconds`. A notification on `wake` (take
     the subscription before calling) reads the log at once instead, and the run only once the log
     has nothing new or something other than deltas came (a delta batch never ends or parks a run).
+    `at_work(run)` says a waiting run is not waiting for a person (its sub-agents work): the stream
+    follows it on.
     """
     position: EventPosition = after if after is not None else (0, WHOLE_EVENT)
     started = time.monotonic()
@@ -119,6 +122,8 @@ async def follow_run(
                 continue  # notified, and nothing new in the log: the status changed; read the run
         now = time.monotonic()
         waiting = run.status in WAITING_RUN
+        if waiting and at_work is not None:  # a wait for sub-agents at work is no wait for a person
+            waiting = not await to_thread.run_sync(lambda r=run: at_work(r))
         waiting_since = (waiting_since or now) if waiting else None
         if options.stop_at_input:
             stop_waiting = sent or now - started >= options.input_grace_seconds

@@ -27,6 +27,7 @@ from typing import Any, cast
 
 from pydantic import JsonValue
 
+from ..agent.delegation import agent_tools_of
 from ..agent.loading import UnknownAgentError
 from ..protocol._json import dumps
 from ..protocol.parts import UIMessage
@@ -317,8 +318,10 @@ def _settled(services: Services, user_id: str, run_id: str) -> RunRecord:
 
 
 def _questions(services: Services, user_id: str, run: RunRecord) -> set[str]:
-    """The tool calls the run waits for the client to answer (only those may be answered)."""
-    return {call.tool_call_id for call in run_state(services, user_id, run.run_id).pending_client_calls}
+    """The tool calls the run waits for the client to answer (only those: a sub-agent's child run answers its own)."""
+    delegated = agent_tools_of(services.agent_of_run(run.agent))
+    calls = run_state(services, user_id, run.run_id).pending_client_calls
+    return {call.tool_call_id for call in calls if call.tool_name not in delegated}
 
 
 def _decide(

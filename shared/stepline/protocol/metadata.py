@@ -14,7 +14,7 @@ from pydantic import Field, JsonValue, StringConstraints, model_validator
 
 from ._base import WireModel
 
-__all__ = ["AbortInfo", "ErrorInfo", "MessageMetadata", "RetryRecord", "Usage"]
+__all__ = ["AbortInfo", "ErrorInfo", "MessageMetadata", "RetryRecord", "SubAgentRun", "Usage"]
 
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 EpochMs = Annotated[int, Field(ge=0)]
@@ -54,6 +54,15 @@ class AbortInfo(WireModel):
     at: EpochMs
 
 
+class SubAgentRun(WireModel):
+    """One sub-agent call's child run and its own usage (its children's included), on the parent's message."""
+
+    tool_call_id: NonEmpty
+    agent: NonEmpty
+    run_id: NonEmpty
+    usage: Usage | None = None
+
+
 class MessageMetadata(WireModel):
     """`UIMessage.metadata` as Stepline writes it (schema version 1)."""
 
@@ -68,6 +77,9 @@ class MessageMetadata(WireModel):
     finish_reason: NonEmpty | None = None
     """The upstream value as reported (`unknown` included: it is only invalid as `finish.finishReason`)."""
     usage: Usage | None = None
+    """The run's tokens, its sub-agents' included."""
+    sub_agents: Annotated[list[SubAgentRun], Field(min_length=1)] | None = None
+    """Stepline extension: each sub-agent call's child run, with its usage (part of `usage`)."""
     retries: Annotated[list[RetryRecord], Field(min_length=1)] | None = None
     error: ErrorInfo | None = None
     abort: AbortInfo | None = None

@@ -6,6 +6,7 @@ a retried worker announces exactly what the first attempt committed.
 
 from __future__ import annotations
 
+from ..agent.delegation import agent_tools_of
 from ..loop.state import LoopState
 from ..store.records import RunRecord
 from .notifications import announce, approval_requested, question_asked, run_ended
@@ -25,7 +26,8 @@ def announce_approvals(services: Services, run: RunRecord, state: LoopState) -> 
 
 def announce_question(services: Services, run: RunRecord, state: LoopState) -> None:
     """One `Question Asked` for the client-side tool calls the run waits for."""
-    calls = [(c.tool_call_id, c.tool_name) for c in state.pending_client_calls]
+    delegated = agent_tools_of(services.agent_of_run(run.agent))  # child runs answer those, not a person
+    calls = [(c.tool_call_id, c.tool_name) for c in state.pending_client_calls if c.tool_name not in delegated]
     if calls:
         announce(services.store, services.notifier, run, question_asked(run, calls))
 

@@ -32,6 +32,7 @@ from ..store.records import (
 from . import retries as retry_log
 from .announce import announce_end
 from .callbacks import fire
+from .child_results import child_runs, report_end, usage_with_children
 from .recorder import RunRecorder
 from .services import Services
 from .stream_push import notify
@@ -67,7 +68,7 @@ def _end(
             time.sleep(_END_PAUSE_SECONDS)
         run = store.get_run(user_id, run_id)
         if run.status in TERMINAL["run"]:
-            announce_end(services, user_id, run_id)  # the ending attempt's own, if a crash lost it
+            _announce_end(services, user_id, run_id)  # the ending attempt's own, if a crash lost it
             return {"userId": user_id, "runId": run_id, "status": run.status}
         # What a step still streaming has written since the last snapshot is in the final message too.
         # A retry reads only what was appended since the last attempt: a step that streams fast must
@@ -89,10 +90,20 @@ def _end(
             break
         notify(services.stream_push, user_id, run_id, recorder.last_seq + 1)
         _ended(services, run.model_copy(update={"status": status, "ended_at": end.now, **fields}), metadata)
-        announce_end(services, user_id, run_id)
+        _announce_end(services, user_id, run_id)
         return {"userId": user_id, "runId": run_id, "status": status}
-    announce_end(services, user_id, run_id)  # another end won meanwhile; announced once all the same
+    _announce_end(services, user_id, run_id)  # another end won meanwhile; announced once all the same
     return {"userId": user_id, "runId": run_id, "status": store.get_run(user_id, run_id).status}
+
+
+def _announce_end(services: Services, user_id: str, run_id: str) -> None:
+    """The end's announcement and, for a child run, its answer to the parent (each pass: both are once)."""
+    announce_end(services, user_id, run_id)
+    report_end(services, user_id, run_id)
+    run = services.store.get_run(user_id, run_id)
+    for child in child_runs(services, run):  # a parent that ended (aborted, failed, expired) stops its children
+        if child.status not in TERMINAL["run"]:
+            abort_run(services, user_id, child.run_id, reason="parent_ended")
 
 
 def _ended(services: Services, run: RunRecord, metadata: dict[str, Any]) -> None:
@@ -138,9 +149,11 @@ def finalize_run(services: Services, user_id: str, run_id: str) -> dict[str, Any
     now = services.clock()
     finish_reason = state.steps[-1].finish_reason if state.steps else "other"
     metadata: dict[str, Any] = {"completedAt": now, "finishReason": finish_reason}
-    usage = state.usage.to_metadata()
+    usage, children = usage_with_children(services, marked, state.usage)  # children's tokens roll up
     if usage is not None:
         metadata["usage"] = usage
+    if children:
+        metadata["subAgents"] = children
     if state.retries:
         metadata["retries"] = [r.to_wire() for r in state.retries]
     chunk = FinishChunk(finish_reason=_client_finish_reason(finish_reason), message_metadata=metadata)

@@ -13,7 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..store.errors import ConcurrentUpdate
-from . import ending, inbox, waits, worker
+from ..store.records import TERMINAL
+from . import children, ending, inbox, waits, worker
+from .child_results import child_runs
 from .services import Services
 from .traces import traced_handler
 
@@ -93,10 +95,20 @@ def handlers(services: Callable[[], Services]) -> dict[str, Handler]:
         return result
 
     def await_input(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return waits.await_input(services(), event["userId"], event["runId"], event["taskToken"])
+        current = services()
+        user_id, run_id = event["userId"], event["runId"]
+        run = current.store.get_run(user_id, run_id)
+        if run.status == "waiting_user":  # its agent-tool calls' child runs, before it parks
+            children.start_children(current, run, waits.run_state(current, user_id, run_id))
+        return waits.await_input(current, user_id, run_id, event["taskToken"])
 
     def expire_input(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return waits.expire_input(services(), event["userId"], event["runId"])
+        current = services()
+        result = waits.expire_input(current, event["userId"], event["runId"])
+        for child in child_runs(current, current.store.get_run(event["userId"], event["runId"])):
+            if child.status not in TERMINAL["run"]:  # its call has expired: nobody waits for it any more
+                ending.abort_run(current, event["userId"], child.run_id, reason="parent_wait_expired")
+        return result
 
     def finalize_run(event: dict[str, Any], context: Any) -> dict[str, Any]:
         # An aborted run is already terminal: finalize_run then returns its stored status.

@@ -56,6 +56,7 @@ def begin_turn(
     body: Mapping[str, JsonValue] | None = None,
     unattended: Mapping[str, JsonValue] | None = None,
     dequeue: str | None = None,
+    parent: Mapping[str, JsonValue] | None = None,
 ) -> TurnStarted:
     """Write the turn, its initial checkpoint and its `start` event, then start the workflow.
 
@@ -63,7 +64,8 @@ def begin_turn(
     `agent` names the agent of a new conversation (an existing one keeps its own; an unknown name
     raises `UnknownAgentError`); `claims` and `body` become the run's fixed context. `unattended`
     is what a headless start records on the run (`stepline.runtime.headless`); `dequeue` is the
-    waiting message (`runtime.inbox`) this turn answers, taken out of the inbox in the same write.
+    waiting message (`runtime.inbox`) this turn answers, taken out of the inbox in the same write;
+    `parent` links a child run to its parent's tool call (`stepline.runtime.children`).
     """
     store, now = services.store, services.clock()
     chosen = _turn_agent(services, user_id, conversation_id, agent)
@@ -81,6 +83,8 @@ def begin_turn(
     run_trace = RunTrace.new()
     if unattended is not None:
         context["unattended"] = dict(unattended)
+    if parent is not None:
+        context["parent"] = dict(parent)
     started = store.start_turn(
         user_id,
         TurnStart(

@@ -39,6 +39,8 @@ from ..store.records import (
 from . import inbox, inspection
 from . import retries as retry_log
 from .announce import announce_approvals, announce_question
+from .child_results import missing_child_agent
+from .child_stream import mirror_progress
 from .compaction import compaction_step, offloaded
 from .ending import fail_run
 from .recorder import RunRecorder
@@ -76,6 +78,9 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
         return _reply(run, _TERMINAL_NEXT[run.status])
     if run.cancel_reason is not None:  # asked to stop between steps: FinalizeRun ends it as aborted
         return _reply(run, "aborted")
+    if missing_child_agent(services, run):  # a sub-agent redeployed away: a tool error for the parent
+        fail_run(services, user_id, run_id, f"the agent {run.agent} is no longer deployed", "agent_not_deployed")
+        return _reply(run, "failed", error={"code": "agent_not_deployed"})
     checkpoint = store.latest_checkpoint(user_id, run_id)
     assert checkpoint is not None, "a run always has its initial checkpoint"
     state = LoopState.model_validate(checkpoint.state)
@@ -321,6 +326,7 @@ def _persist(
         )
     except Conflict:
         _LOG.info("step %s of run %s was already saved", step.step_number, run.run_id)
+    mirror_progress(services, run, snapshot.parts, step_number=step.step_number, kind=outcome.kind)
     if outcome.kind == "await-approval":
         _request_approvals(services, run, state, snapshot)
     elif outcome.kind == "await-client":

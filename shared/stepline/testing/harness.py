@@ -21,15 +21,17 @@ the store holds.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from pydantic import JsonValue
 
 from ..agent.definition import Agent
+from ..agent.delegation import AgentTool
 from ..agent.loading import AgentSet, load_agents
 from ..errors import StepLineError
 from ..llm.base import LanguageModel
@@ -37,12 +39,13 @@ from ..protocol._json import dumps
 from ..protocol.chunks import parse_chunk
 from ..protocol.reducer import reduce_ui_message_stream
 from ..runtime import ending, turn, waits
+from ..runtime.child_results import child_run_id
 from ..runtime.handlers import Handler, TransientModelError, handlers
 from ..runtime.services import Services
 from ..store.blobs import MemoryBlobStore
-from ..store.errors import ActiveRunExists
+from ..store.errors import ActiveRunExists, NotFound
 from ..store.memory import MemoryStore
-from ..store.records import WAITING_RUN, ApprovalRecord, RunRecord
+from ..store.records import TERMINAL, WAITING_RUN, ApprovalRecord, RunRecord
 from ..store.replay import chunks_of
 from .engine import LambdaContext, RecordingOrchestrator
 from .result import ToolExecution, TurnResult
@@ -89,6 +92,7 @@ class Harness:
     clock: Callable[[], int] | None = None
     orchestrator: RecordingOrchestrator = field(default_factory=RecordingOrchestrator, init=False)
     _ids: itertools.count[int] = field(default_factory=itertools.count, init=False)
+    _seen_starts: int = field(default=0, init=False)
 
     # -- processes ---------------------------------------------------------------------------------
 
@@ -117,10 +121,7 @@ class Harness:
         models: Mapping[str, LanguageModel] = (
             self.model if isinstance(self.model, Mapping) else {name: self.model for name, _ in agents}
         )
-        return AgentSet(
-            {name: _with_model(agent, models[name]) if name in models else agent for name, agent in agents},
-            agents.reference,
-        )
+        return AgentSet({name: _with_models(agent, models) for name, agent in agents}, agents.reference)
 
     def _handlers(self) -> dict[str, Handler]:
         return handlers(self.services)
@@ -172,6 +173,7 @@ class Harness:
             turn.begin_turn(self.services(), self.user_id, **begin)
         if run_id not in self.orchestrator.started:  # on_start failed: the run ended in BeginTurn
             return self._result(run_id, invocations)
+        self._seen_starts = len(self.orchestrator.started)
         return self._drive(run_id, invocations, approve, answer)
 
     def resume(self, run_id: str, *, approve: Approve = None, answer: Answer = None) -> TurnResult:
@@ -231,6 +233,7 @@ class Harness:
         """AwaitInput, then the decisions given: True when the wait was resumed (the run goes on)."""
         invocations.append("AwaitInput")
         self._handlers()["stepline-await-input"](event | {"taskToken": token}, LambdaContext(uuid.uuid4().hex))
+        self._drive_children(approve, answer)
         if token in self.orchestrator.resumed:
             return True
         run_id = str(event["runId"])
@@ -240,6 +243,15 @@ class Harness:
         if not undecided:
             raise HarnessError(f"run {run_id}: everything it waited for was given, but its wait was never resumed")
         return False
+
+    def _drive_children(self, approve: Approve, answer: Answer) -> None:
+        """Drive the runs AwaitInput started (sub-agents' child runs), each to its end or its wait."""
+        while self._seen_starts < len(self.orchestrator.started):
+            child = self.orchestrator.started[self._seen_starts]
+            self._seen_starts += 1
+            status = self.run(child).status
+            if status not in TERMINAL["run"]:
+                self._drive(child, [], approve, answer, waiting=status in WAITING_RUN)
 
     def _decide(self, run_id: str, approve: Approve) -> bool:
         """Decide the run's requested approvals (as the webhook does); True when one is left undecided."""
@@ -262,6 +274,10 @@ class Harness:
         for pending in open_calls:
             row = rows.get(pending.tool_call_id)
             if row is not None and row.status in ("success", "error", "denied", "expired"):
+                continue
+            with contextlib.suppress(NotFound):  # a sub-agent's call: its child run answers it
+                self.run(child_run_id(run_id, pending.tool_call_id))
+                unanswered = True
                 continue
             execution = ToolExecution(pending.tool_call_id, pending.tool_name, pending.input, "pending", None, None)
             if callable(answer):
@@ -323,8 +339,13 @@ def _with(agent: Agent, **changes: Any) -> Agent:
     return Agent(**(fields | changes))
 
 
-def _with_model(agent: Agent, model: LanguageModel) -> Agent:
-    return _with(agent, model=model)
+def _with_models(agent: Agent, models: Mapping[str, LanguageModel]) -> Agent:
+    """The agent with its model from `models` (by name), and so its sub-agents (`as_tool`), at any depth."""
+    tools: tuple[Any, ...] = agent.tools if isinstance(agent.tools, tuple) else ()
+    if any(isinstance(t, AgentTool) for t in tools):
+        tools = tuple(replace(t, agent=_with_models(t.agent, models)) if isinstance(t, AgentTool) else t for t in tools)
+        agent = _with(agent, tools=list(tools))
+    return _with(agent, model=models[agent.name]) if agent.name in models else agent
 
 
 def _agent_set(mapping: Mapping[str, Agent]) -> AgentSet:
