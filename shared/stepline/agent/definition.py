@@ -45,6 +45,8 @@ from ..llm.base import LanguageModel, ToolChoice
 from ..loop.approval import approval_rule
 from ..loop.callbacks import Callback, Callbacks
 from ..loop.config import CallSettings, Include, Instructions, LoopConfig, PrepareStep, RepairToolCall, Timeouts
+from ..loop.price_list import DEFAULT_PRICES
+from ..loop.prices import PriceTable, PriceTableError
 from ..loop.stop import StopCondition, is_step_count
 from ..loop.tools import ApprovalPolicy, ApprovalSetting, Tool
 from ..protocol.model_messages import ProviderOptions, SystemModelMessage
@@ -91,6 +93,8 @@ class Agent(BaseModel):
             the runtime's tracer is used when this is None).
         meter: An OpenTelemetry meter: the GenAI client metrics (token usage, call duration).
         trace_content: Spans carry the prompt, the answer and tool arguments and results (masked).
+        prices: Prices per `provider:model-id` (USD per million tokens, as in a deployment's price
+            file) that replace or add to the deployment's table for this agent's runs.
 
     The other fields are the `stream_text` settings of the same names (`tool_choice`,
     `active_tools`, `tool_order`, `stop_when`, `prepare_step`, `repair_tool_call`, the sampling
@@ -146,6 +150,8 @@ class Agent(BaseModel):
     tracer: Any = None
     meter: Any = None
     trace_content: bool = False
+    prices: SkipValidation[PriceTable | None] = None
+    """Checked by `_valid_prices`: a mapping in the price file's form becomes a `PriceTable`."""
     schedules: tuple[Schedule, ...] = ()
     """Runs on a timetable (`stepline.agent.unattended`), each a conversation of its owner."""
     hooks: tuple[Hook, ...] = ()
@@ -188,6 +194,16 @@ class Agent(BaseModel):
         if not (approval is None or callable(approval) or isinstance(approval, Mapping)):
             raise ValueError("tool_approval: expected a mapping of tool names, or a policy function")
         return settings
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _valid_prices(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return PriceTable.parse(value, source="prices")
+        except PriceTableError as error:
+            raise ValueError(str(error).removeprefix("prices: ")) from None
 
     @field_validator("instructions")
     @classmethod
@@ -265,7 +281,7 @@ class Agent(BaseModel):
         """The `LoopConfig` of one step of a run with this run context.
 
         `host` adds the runtime's own fields (the tool guard, the abort signal, the approval secret,
-        the clock).
+        the clock, the deployment's `prices`, which this agent's own prices amend).
         """
         return LoopConfig(**await self.loop_options(model=model, context=context, max_steps=max_steps, **host))
 
@@ -273,6 +289,7 @@ class Agent(BaseModel):
         self, *, model: LanguageModel, context: Any, max_steps: int = DEFAULT_MAX_STEPS, **host: Any
     ) -> dict[str, Any]:
         """`loop_config`'s fields as keyword arguments of `stream_text` (what `stepline run` runs)."""
+        base: PriceTable = host.pop("prices", None) or DEFAULT_PRICES
         settings = CallSettings(
             max_output_tokens=self.max_output_tokens,
             temperature=self.temperature,
@@ -309,6 +326,7 @@ class Agent(BaseModel):
             "meter": self.meter,
             "trace_content": self.trace_content,
             "agent_name": self.name,
+            "prices": base.merged(self.prices),
             **host,
         }
         return options
@@ -325,6 +343,8 @@ class Agent(BaseModel):
         """
         if self._fingerprint is None:
             settings = {key: getattr(self, key) for key in type(self).model_fields}
+            if self.prices is None:  # a setting added later: unset, it leaves the earlier fingerprints alone
+                del settings["prices"]
             self._fingerprint = digest(settings, self.tools, self.model_spec("<runtime default>"))
         return self._fingerprint
 

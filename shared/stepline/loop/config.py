@@ -20,6 +20,7 @@ from ..llm.base import LanguageModel, ToolChoice
 from ..protocol.model_messages import ProviderOptions, SystemModelMessage
 from .callbacks import Callbacks
 from .generated_files import GeneratedFiles
+from .prices import PriceTable
 from .stop import StopCondition, is_step_count
 from .tool_guard import ToolGuard
 from .tools import ApprovalPolicy, ApprovalSetting, Tool
@@ -182,6 +183,8 @@ class LoopConfig:
     trace_content: bool = False
     """Spans carry the conventions' opt-in content (instructions, messages, tool definitions, tool
     arguments and results), masked and sized; off by default."""
+    prices: PriceTable | None = None
+    """Prices per model: each step's usage gets its `cost_usd` (None: costs stay unknown)."""
     inspect: bool = False
     """Each step keeps its request as sent and its timings for the run inspector (`StepOutcome.inspection`)."""
     agent_name: str | None = None

@@ -26,6 +26,7 @@ from .callbacks import StepEndEvent, StepStartEvent, notify
 from .config import LoopConfig, PrepareStepResult
 from .messages import StepContent, instruction_messages, prompt_messages
 from .model_call import StepFailure, run_model_call
+from .prices import priced
 from .retry import failure_text
 from .state import LoopState, PendingApproval, StepOutcome, StepRecord, ToolCallRecord, ToolResultRecord
 from .step_inspection import step_inspection
@@ -274,6 +275,7 @@ async def _run_step(config: LoopConfig, state: LoopState, *, emit: Emit) -> Step
     except (StepFailure, UnsupportedCapabilityError) as failure:
         failed = await _failed(config, state, emit, failure, result, retries)
         return dataclasses.replace(failed, inspection=step_inspection(config, result, started))
+    result.usage = priced(step_config.prices, model.provider, model.model_id, result.usage)
     executed: list[tuple[ToolResultRecord, Any]] = []
     if result.finish_reason in _EXECUTABLE_FINISH and result.stream_error is None and tools.to_execute:
         executed = await execute_tools(

@@ -19,6 +19,8 @@ from ..agent.loading import AgentSet
 from ..llm.base import LanguageModel
 from ..llm.registry import DEMO_BOOK, resolve_with_timeout
 from ..loop.config import LoopConfig
+from ..loop.price_list import DEFAULT_PRICES
+from ..loop.prices import PriceTable
 from ..loop.tools import ApprovalSetting, Tool
 from ..store.blobs import BlobStore
 from ..store.event_batcher import DEFAULT_WINDOW
@@ -101,6 +103,8 @@ class Services:
     client: str | None = None
     telemetry: RunTelemetry | None = None
     """This process's tracer and meter (`stepline.tracing.setup`); None: tracing is off."""
+    prices: PriceTable = DEFAULT_PRICES
+    """The deployment's price table (`STEPLINE_PRICES` amends the shipped one); agents amend it again."""
     inspect: bool = True
     """Step records keep each model request as sent and its timings, for the run inspector."""
     clock: Callable[[], int] = field(default=_now_ms)
@@ -172,6 +176,7 @@ class Services:
             approval_secret=self.approval_secret,
             tool_guard=guard,
             generated_files=files,
+            prices=self.prices,
             clock=self.clock,
             **overrides,
         )
