@@ -45,6 +45,7 @@ from ..llm.base import LanguageModel, ToolChoice
 from ..loop.approval import approval_rule
 from ..loop.callbacks import Callback, Callbacks
 from ..loop.config import CallSettings, Include, Instructions, LoopConfig, PrepareStep, RepairToolCall, Timeouts
+from ..loop.limits import Limits, LimitsError
 from ..loop.price_list import DEFAULT_PRICES
 from ..loop.prices import PriceTable, PriceTableError
 from ..loop.stop import StopCondition, is_step_count
@@ -95,6 +96,7 @@ class Agent(BaseModel):
         trace_content: Spans carry the prompt, the answer and tool arguments and results (masked).
         prices: Prices per `provider:model-id` (USD per million tokens, as in a deployment's price
             file) that replace or add to the deployment's table for this agent's runs.
+        limits: `Limits` (or a mapping of them) over the deployment's: per run, user and tenant.
 
     The other fields are the `stream_text` settings of the same names (`tool_choice`,
     `active_tools`, `tool_order`, `stop_when`, `prepare_step`, `repair_tool_call`, the sampling
@@ -152,6 +154,7 @@ class Agent(BaseModel):
     trace_content: bool = False
     prices: SkipValidation[PriceTable | None] = None
     """Checked by `_valid_prices`: a mapping in the price file's form becomes a `PriceTable`."""
+    limits: SkipValidation[Limits | None] = None
     schedules: tuple[Schedule, ...] = ()
     """Runs on a timetable (`stepline.agent.unattended`), each a conversation of its owner."""
     hooks: tuple[Hook, ...] = ()
@@ -204,6 +207,14 @@ class Agent(BaseModel):
             return PriceTable.parse(value, source="prices")
         except PriceTableError as error:
             raise ValueError(str(error).removeprefix("prices: ")) from None
+
+    @field_validator("limits", mode="before")
+    @classmethod
+    def _valid_limits(cls, value: Any) -> Any:
+        try:
+            return None if value is None else Limits.parse(value, source="limits")
+        except LimitsError as error:
+            raise ValueError(str(error).removeprefix("limits: ")) from None
 
     @field_validator("instructions")
     @classmethod
@@ -290,6 +301,7 @@ class Agent(BaseModel):
     ) -> dict[str, Any]:
         """`loop_config`'s fields as keyword arguments of `stream_text` (what `stepline run` runs)."""
         base: PriceTable = host.pop("prices", None) or DEFAULT_PRICES
+        deployment: Limits | None = host.pop("limits", None)
         settings = CallSettings(
             max_output_tokens=self.max_output_tokens,
             temperature=self.temperature,
@@ -327,6 +339,7 @@ class Agent(BaseModel):
             "trace_content": self.trace_content,
             "agent_name": self.name,
             "prices": base.merged(self.prices),
+            "limits": self.limits.over(deployment) if self.limits is not None else deployment,
             **host,
         }
         return options
@@ -343,8 +356,9 @@ class Agent(BaseModel):
         """
         if self._fingerprint is None:
             settings = {key: getattr(self, key) for key in type(self).model_fields}
-            if self.prices is None:  # a setting added later: unset, it leaves the earlier fingerprints alone
-                del settings["prices"]
+            for added in ("prices", "limits"):  # settings added later: unset, they leave earlier fingerprints alone
+                if settings[added] is None:
+                    del settings[added]
             self._fingerprint = digest(settings, self.tools, self.model_spec("<runtime default>"))
         return self._fingerprint
 

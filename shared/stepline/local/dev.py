@@ -57,10 +57,8 @@ from ..api.identity import DevTokens, Identity, parse_dev_tokens
 from ..api.oidc import DEFAULT_LEEWAY_SECONDS, JwtIdentity
 from ..errors import StepLineError
 from ..llm.registry import DEMO_BOOK, resolve_with_timeout
-from ..loop.price_list import DEFAULT_PRICES
-from ..loop.prices import PriceTable, PriceTableError
 from ..runtime.approval_links import ApprovalLinks
-from ..runtime.deployment_budget import prices_from_env
+from ..runtime.deployment_budget import DeploymentBudget, budget_from_env
 from ..runtime.hook_signatures import EnvHookSecrets
 from ..runtime.services import Services
 from ..store.event_batcher import DEFAULT_WINDOW
@@ -118,8 +116,8 @@ class DevConfig:
     oidc_issuer: str | None = None
     oidc_client_id: str | None = None
     oidc_leeway_seconds: int = DEFAULT_LEEWAY_SECONDS
-    prices: PriceTable = DEFAULT_PRICES
-    """The shipped price table amended by `STEPLINE_PRICES` (a JSON file)."""
+    budget: DeploymentBudget = DeploymentBudget()
+    """`STEPLINE_PRICES`, `STEPLINE_LIMITS`, `STEPLINE_TENANT_CLAIM`."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> DevConfig:
@@ -136,8 +134,8 @@ class DevConfig:
         if not timeout.isdigit() or int(timeout) < 1:
             raise DevConfigError("STEPLINE_APPROVAL_TIMEOUT_SECONDS must be a whole number of seconds >= 1")
         try:
-            prices = prices_from_env(env)
-        except PriceTableError as error:
+            budget = budget_from_env(env)
+        except StepLineError as error:
             raise DevConfigError(str(error)) from None
         return cls(
             model=model or f"scripted:{DEMO_BOOK}",
@@ -147,7 +145,7 @@ class DevConfig:
             tokens=tokens,
             approval_timeout_seconds=int(timeout),
             cors_origins=origins,
-            prices=prices,
+            budget=budget,
             **_oidc(env),
         )
 
@@ -211,7 +209,9 @@ def dev_server(
             agents=agents,
             telemetry=telemetry,
             default_model=config.model,
-            prices=config.prices,
+            prices=config.budget.prices,
+            limits=config.budget.limits,
+            tenant_claim=config.budget.tenant_claim,
             client="stepline-dev",
             # Approval links work locally too, with a key of this process (links end with it).
             approval_links=ApprovalLinks(secrets.token_bytes(32)),

@@ -115,8 +115,8 @@ def test_dev_reads_the_deployment_price_file(tmp_path: Path) -> None:
     path = tmp_path / "prices.json"
     path.write_text(json.dumps({"openai:my-tune": {"input": 1, "cachedInput": 0.5, "output": 2}}), encoding="utf-8")
     config = DevConfig.from_env({"STEPLINE_PRICES": str(path)})
-    assert config.prices.price_of("openai", "my-tune") is not None
-    assert config.prices.price_of("openai", "gpt-5.1") is not None  # the shipped entries stay
+    assert config.budget.prices.price_of("openai", "my-tune") is not None
+    assert config.budget.prices.price_of("openai", "gpt-5.1") is not None  # the shipped entries stay
 
 
 @pytest.mark.parametrize(
