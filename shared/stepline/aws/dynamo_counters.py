@@ -2,7 +2,7 @@
 
 An owner's counters share a partition (`pk = U#{user}#USAGE` or `T#{tenant}#USAGE`); the sort key
 is the period (`day:2026-12-02`), followed by `#A#{agent}` for one agent's share. Attributes:
-`tokens`, `nanoUsd`, `calls` (spent), `committedTokens`, `committedNanoUsd` (spent plus the calls
+`tokens`, `nanoUsd`, `calls`, `unpricedCalls` (spent), `committedTokens`, `committedNanoUsd` (spent plus the calls
 under way).
 
 A reservation is one `TransactWriteItems`: per counter an `ADD` of the worst case with the
@@ -46,12 +46,13 @@ def _value(item: dict[str, Any] | None) -> CounterValue:
         tokens=number["tokens"],
         nano_usd=number["nanoUsd"],
         calls=number["calls"],
+        unpriced_calls=number["unpricedCalls"],
         committed_tokens=number["committedTokens"],
         committed_nano_usd=number["committedNanoUsd"],
     )
 
 
-_ATTRIBUTES = ("tokens", "nanoUsd", "calls", "committedTokens", "committedNanoUsd")
+_ATTRIBUTES = ("tokens", "nanoUsd", "calls", "unpricedCalls", "committedTokens", "committedNanoUsd")
 
 
 class DynamoCounters:
@@ -105,6 +106,7 @@ class DynamoCounters:
         reserved: tuple[int, int],
         used: tuple[int, int],
         agent: str | None = None,
+        priced: bool = True,
     ) -> None:
         targets = [(key, reserved) for key in keys]
         if agent is not None:
@@ -113,11 +115,15 @@ class DynamoCounters:
             self.client.update_item(
                 TableName=self.table,
                 Key=_key(key),
-                UpdateExpression="ADD tokens :t, nanoUsd :u, calls :one, committedTokens :dt, committedNanoUsd :du",
+                UpdateExpression=(
+                    "ADD tokens :t, nanoUsd :u, calls :one, unpricedCalls :np, "
+                    "committedTokens :dt, committedNanoUsd :du"
+                ),
                 ExpressionAttributeValues={
                     ":t": _n(used[0]),
                     ":u": _n(used[1]),
                     ":one": _n(1),
+                    ":np": _n(0 if priced else 1),
                     ":dt": _n(used[0] - held[0]),
                     ":du": _n(used[1] - held[1]),
                 },

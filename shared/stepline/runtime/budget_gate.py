@@ -56,7 +56,8 @@ class _Held:
 
     def settle(self, usage: UsageTotals) -> None:
         used = (usage.total_tokens, _nano(usage.cost_usd))
-        self.counters.settle(self.keys, reserved=self.reserved, used=used, agent=self.agent)
+        priced = usage.cost_usd is not None or usage.empty
+        self.counters.settle(self.keys, reserved=self.reserved, used=used, agent=self.agent, priced=priced)
 
 
 @dataclass(slots=True)

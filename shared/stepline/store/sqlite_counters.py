@@ -25,12 +25,13 @@ CREATE TABLE IF NOT EXISTS usage_counters (
     tokens INTEGER NOT NULL DEFAULT 0,
     nano_usd INTEGER NOT NULL DEFAULT 0,
     calls INTEGER NOT NULL DEFAULT 0,
+    unpriced_calls INTEGER NOT NULL DEFAULT 0,
     committed_tokens INTEGER NOT NULL DEFAULT 0,
     committed_nano_usd INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS usage_counters_base ON usage_counters (base);
 """
-_COLUMNS = "tokens, nano_usd, calls, committed_tokens, committed_nano_usd"
+_COLUMNS = "tokens, nano_usd, calls, unpriced_calls, committed_tokens, committed_nano_usd"
 
 
 def _base(key: CounterKey) -> str:
@@ -59,11 +60,12 @@ class SqliteCounters:
         row = connection.execute(f"SELECT {_COLUMNS} FROM usage_counters WHERE counter = ?", (_name(key),)).fetchone()
         return CounterValue(*row) if row is not None else CounterValue()
 
-    def _add(self, connection: sqlite3.Connection, key: CounterKey, deltas: tuple[int, int, int, int, int]) -> None:
+    def _add(self, connection: sqlite3.Connection, key: CounterKey, deltas: tuple[int, ...]) -> None:
         connection.execute(
-            f"INSERT INTO usage_counters (counter, base, agent, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+            f"INSERT INTO usage_counters (counter, base, agent, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (counter) DO UPDATE SET tokens = tokens + excluded.tokens, "
             "nano_usd = nano_usd + excluded.nano_usd, calls = calls + excluded.calls, "
+            "unpriced_calls = unpriced_calls + excluded.unpriced_calls, "
             "committed_tokens = committed_tokens + excluded.committed_tokens, "
             "committed_nano_usd = committed_nano_usd + excluded.committed_nano_usd",
             (_name(key), _base(key), key.agent, *deltas),
@@ -78,7 +80,7 @@ class SqliteCounters:
                         connection.execute("ROLLBACK")
                         return ceiling
                 for ceiling in ceilings:
-                    self._add(connection, ceiling.key, (0, 0, 0, tokens, nano_usd))
+                    self._add(connection, ceiling.key, (0, 0, 0, 0, tokens, nano_usd))
                 connection.execute("COMMIT")
             except BaseException:
                 connection.execute("ROLLBACK")
@@ -92,14 +94,17 @@ class SqliteCounters:
         reserved: tuple[int, int],
         used: tuple[int, int],
         agent: str | None = None,
+        priced: bool = True,
     ) -> None:
+        unpriced = 0 if priced else 1
         with self._lock, closing(self._connect()) as connection:
             connection.execute("BEGIN IMMEDIATE")
             try:
                 for key in keys:
-                    self._add(connection, key, (used[0], used[1], 1, used[0] - reserved[0], used[1] - reserved[1]))
+                    deltas = (used[0], used[1], 1, unpriced, used[0] - reserved[0], used[1] - reserved[1])
+                    self._add(connection, key, deltas)
                     if agent is not None:
-                        self._add(connection, key.of_agent(agent), (used[0], used[1], 1, 0, 0))
+                        self._add(connection, key.of_agent(agent), (used[0], used[1], 1, unpriced, 0, 0))
                 connection.execute("COMMIT")
             except BaseException:
                 connection.execute("ROLLBACK")

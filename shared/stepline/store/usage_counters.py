@@ -59,6 +59,8 @@ class CounterValue:
     tokens: int = 0
     nano_usd: int = 0
     calls: int = 0
+    unpriced_calls: int = 0
+    """Calls of a model without a price: their cost is not in `nano_usd` (the sum is then a floor)."""
     committed_tokens: int = 0
     committed_nano_usd: int = 0
 
@@ -105,10 +107,12 @@ class UsageCounters(Protocol):
         reserved: tuple[int, int],
         used: tuple[int, int],
         agent: str | None = None,
+        priced: bool = True,
     ) -> None:
         """Replace a reservation (`reserved` tokens, nano-USD) by what the call `used`, on each key.
 
-        `agent` also adds the usage to that agent's share of each key.
+        `agent` also adds the usage to that agent's share of each key; `priced=False` counts the
+        call as one whose cost is unknown.
         """
         ...
 
@@ -149,14 +153,15 @@ class MemoryCounters:
         reserved: tuple[int, int],
         used: tuple[int, int],
         agent: str | None = None,
+        priced: bool = True,
     ) -> None:
         with self._lock:
             for key in keys:
                 value = self._values.get(key, CounterValue())
-                self._values[key] = _settled(value, reserved, used)
+                self._values[key] = _settled(value, reserved, used, priced)
                 if agent is not None:
                     share = self._values.get(key.of_agent(agent), CounterValue())
-                    self._values[key.of_agent(agent)] = _settled(share, used, used)
+                    self._values[key.of_agent(agent)] = _settled(share, used, used, priced)
 
     def read(self, key: CounterKey) -> CounterValue:
         with self._lock:
@@ -171,11 +176,12 @@ class MemoryCounters:
             }
 
 
-def _settled(value: CounterValue, reserved: tuple[int, int], used: tuple[int, int]) -> CounterValue:
+def _settled(value: CounterValue, reserved: tuple[int, int], used: tuple[int, int], priced: bool) -> CounterValue:
     return CounterValue(
         tokens=value.tokens + used[0],
         nano_usd=value.nano_usd + used[1],
         calls=value.calls + 1,
+        unpriced_calls=value.unpriced_calls + (0 if priced else 1),
         committed_tokens=value.committed_tokens + used[0] - reserved[0],
         committed_nano_usd=value.committed_nano_usd + used[1] - reserved[1],
     )
