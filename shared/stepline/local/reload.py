@@ -97,10 +97,12 @@ def supervise(options: ServeOptions, out: TextIO, *, cwd: Path | None = None) ->
     ignore = [] if options.data_dir is None else [(cwd / options.data_dir).resolve()]
     stop = threading.Event()
 
-    def on_term(signum: int, frame: FrameType | None) -> None:
+    def on_stop(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
-    previous = signal.signal(signal.SIGTERM, on_term)
+    # Ctrl-C and SIGTERM only set `stop`, which the watch loop reads between its waits: a KeyboardInterrupt
+    # raised wherever the signal lands (between two waits, or consumed inside watchfiles) could be lost.
+    previous = {sig: signal.signal(sig, on_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     command = child_command(options, listener.fileno())
     names = ", ".join(str(f) for f in folders)
     out.write(f"reload: watching {names} ({', '.join(WATCHED_SUFFIXES)}); the server restarts when they change\n")
@@ -117,6 +119,8 @@ def supervise(options: ServeOptions, out: TextIO, *, cwd: Path | None = None) ->
             raise_interrupt=False,
         )
         for changes in changes_seen:
+            if stop.is_set():
+                break
             if changes:
                 changed = sorted({Path(path).name for _, path in changes})
                 out.write(f"reload: {', '.join(changed)} changed; restarting the server\n")
@@ -131,4 +135,5 @@ def supervise(options: ServeOptions, out: TextIO, *, cwd: Path | None = None) ->
     finally:
         _stop(child)
         listener.close()
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
