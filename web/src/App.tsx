@@ -5,6 +5,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { deleteConversation, listConversations, type ConversationSummary } from './api';
 import type { Account } from './auth';
 import { AccountBar } from './components/Account';
+import { UsageSummary } from './components/Usage';
 import { ChatLoader } from './components/ChatView';
 import { Icon, Spinner } from './components/Icon';
 import type { SessionHooks } from './session';
@@ -179,6 +180,7 @@ export function App({ account }: { account?: Account }) {
             );
           })}
         </ul>
+        <UsageSummary version={conversations.map(c => `${c.id}:${c.status}`).join()} />
         {account && <AccountBar account={account} />}
       </nav>
       <main className="main">

@@ -118,6 +118,31 @@ export async function listAgents(): Promise<AgentList> {
   return getJson<AgentList>('/api/agents');
 }
 
+export interface Spending {
+  tokens: number;
+  /** Absent when a call's model has no price. */
+  costUsd?: number;
+  calls: number;
+  unpricedCalls: number;
+}
+
+export interface PeriodUsage extends Spending {
+  period: string;
+  agents: Record<string, Spending>;
+  limitTokens?: number;
+  limitUsd?: number;
+}
+
+export interface UsageView {
+  day: PeriodUsage;
+  month: PeriodUsage;
+}
+
+/** The caller's own usage today and this month. */
+export async function getUsage(): Promise<UsageView> {
+  return getJson<UsageView>('/api/usage');
+}
+
 export async function listConversations(): Promise<ConversationSummary[]> {
   const page = await getJson<{ conversations: ConversationSummary[] }>('/api/conversations?limit=100');
   return page.conversations;

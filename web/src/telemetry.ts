@@ -13,7 +13,7 @@ export interface UiErrorContext {
   componentStack?: string;
 }
 
-export type UiErrorKind = 'render' | 'subscriber' | 'scroll' | 'refresh' | 'network' | 'stream' | 'approval';
+export type UiErrorKind = 'render' | 'subscriber' | 'scroll' | 'refresh' | 'network' | 'stream' | 'approval' | 'usage';
 
 export function logUiError(kind: UiErrorKind, error: unknown, context: UiErrorContext): void {
   const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);

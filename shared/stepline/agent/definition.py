@@ -45,13 +45,16 @@ from ..errors import StepLineError
 from ..llm.base import LanguageModel, ToolChoice
 from ..loop.approval import approval_rule
 from ..loop.callbacks import Callback, Callbacks
-from ..loop.config import CallSettings, Include, Instructions, LoopConfig, PrepareStep, RepairToolCall, Timeouts
-from ..loop.stop import StopCondition, is_step_count
+from ..loop.config import Include, Instructions, LoopConfig, PrepareStep, RepairToolCall, Timeouts
+from ..loop.limits import Limits, LimitsError
+from ..loop.prices import PriceTable, PriceTableError
+from ..loop.stop import StopCondition
 from ..loop.tools import ApprovalPolicy, ApprovalSetting, Tool
 from ..protocol.model_messages import ProviderOptions, SystemModelMessage
 from ..protocol.to_model_messages import ReasoningPolicy
 from .delegation import AgentTool, ResultKind, agent_tool
 from .fingerprint import digest
+from .loop_options import options_for
 from .toolsets import agent_tools
 from .unattended import Hook, Schedule, unique_names
 
@@ -108,6 +111,9 @@ class Agent(BaseModel):
             is answered by a new run when the current one ends, nothing cut, nothing lost),
             `reject` (a 409), `interrupt` (the run stops at its next safe point, then the message
             is answered) or `steer` (the running loop reads it at its next step boundary).
+        prices: Prices per `provider:model-id` (USD per million tokens, as in a deployment's price
+            file) that replace or add to the deployment's table for this agent's runs.
+        limits: `Limits` (or a mapping of them) over the deployment's: per run, user and tenant.
 
     The other fields are the `stream_text` settings of the same names (`tool_choice`,
     `active_tools`, `tool_order`, `stop_when`, `prepare_step`, `repair_tool_call`, the sampling
@@ -163,6 +169,9 @@ class Agent(BaseModel):
     tracer: Any = None
     meter: Any = None
     trace_content: bool = False
+    prices: SkipValidation[PriceTable | None] = None
+    """Checked by `_valid_prices`: a mapping in the price file's form becomes a `PriceTable`."""
+    limits: SkipValidation[Limits | None] = None
     schedules: tuple[Schedule, ...] = ()
     """Runs on a timetable (`stepline.agent.unattended`), each a conversation of its owner."""
     hooks: tuple[Hook, ...] = ()
@@ -206,6 +215,24 @@ class Agent(BaseModel):
         if not (approval is None or callable(approval) or isinstance(approval, Mapping)):
             raise ValueError("tool_approval: expected a mapping of tool names, or a policy function")
         return settings
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _valid_prices(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return PriceTable.parse(value, source="prices")
+        except PriceTableError as error:
+            raise ValueError(str(error).removeprefix("prices: ")) from None
+
+    @field_validator("limits", mode="before")
+    @classmethod
+    def _valid_limits(cls, value: Any) -> Any:
+        try:
+            return None if value is None else Limits.parse(value, source="limits")
+        except LimitsError as error:
+            raise ValueError(str(error).removeprefix("limits: ")) from None
 
     @field_validator("instructions")
     @classmethod
@@ -283,7 +310,7 @@ class Agent(BaseModel):
         """The `LoopConfig` of one step of a run with this run context.
 
         `host` adds the runtime's own fields (the tool guard, the abort signal, the approval secret,
-        the clock).
+        the clock, the deployment's `prices`, which this agent's own prices amend).
         """
         return LoopConfig(**await self.loop_options(model=model, context=context, max_steps=max_steps, **host))
 
@@ -291,45 +318,7 @@ class Agent(BaseModel):
         self, *, model: LanguageModel, context: Any, max_steps: int = DEFAULT_MAX_STEPS, **host: Any
     ) -> dict[str, Any]:
         """`loop_config`'s fields as keyword arguments of `stream_text` (what `stepline run` runs)."""
-        settings = CallSettings(
-            max_output_tokens=self.max_output_tokens,
-            temperature=self.temperature,
-            top_p=self.top_p,
-            top_k=self.top_k,
-            presence_penalty=self.presence_penalty,
-            frequency_penalty=self.frequency_penalty,
-            stop_sequences=list(self.stop_sequences) if self.stop_sequences is not None else None,
-            seed=self.seed,
-            reasoning=self.reasoning,
-        )
-        options: dict[str, Any] = {
-            "model": model,
-            "instructions": await self.instructions_for(context),
-            "tools": list(self.tools),
-            "tool_choice": self.tool_choice,
-            "active_tools": list(self.active_tools) if self.active_tools is not None else None,
-            "tool_order": list(self.tool_order) if self.tool_order is not None else None,
-            "tool_approval": self.tool_approval,
-            "repair_tool_call": self.repair_tool_call,
-            "stop_when": self.stop_when if self.stop_when is not None else is_step_count(max_steps),
-            "prepare_step": self.prepare_step,
-            "settings": settings,
-            "max_retries": self.max_retries,
-            "timeouts": self.timeouts,
-            "headers": dict(self.headers),
-            "provider_options": dict(self.provider_options),
-            "runtime_context": context,
-            "output": self.output,
-            "output_schema": self.output_schema,
-            "include": self.include,
-            "callbacks": self.callbacks(),
-            "tracer": self.tracer,
-            "meter": self.meter,
-            "trace_content": self.trace_content,
-            "agent_name": self.name,
-            **host,
-        }
-        return options
+        return await options_for(self, model=model, context=context, max_steps=max_steps, **host)
 
     def as_tool(
         self,
@@ -358,6 +347,9 @@ class Agent(BaseModel):
         """
         if self._fingerprint is None:
             settings = {key: getattr(self, key) for key in type(self).model_fields}
+            for added in ("prices", "limits"):  # settings added later: unset, they leave earlier fingerprints alone
+                if settings[added] is None:
+                    del settings[added]
             self._fingerprint = digest(settings, self.tools, self.model_spec("<runtime default>"))
         return self._fingerprint
 

@@ -40,7 +40,9 @@ from ..store.redaction import ReasoningPolicy, Redactor
 from ..store.transactional import TransactionalStore
 from ..store.unit import Record, Unit
 from ..store.unit_reads import UnitReads
+from ..store.usage_counters import UsageCounters
 from .cursors import decode_cursor, encode_cursor
+from .dynamo_counters import DynamoCounters
 from .dynamo_items import KIND_OF, KINDS, num_attr, str_attr
 from .dynamo_unit import DynamoUnit
 
@@ -84,6 +86,7 @@ class DynamoStore(TransactionalStore, UnitReads):
         self._sleep = sleep
         self._tails: dict[tuple[str, str], int] = {}
         """The last seq this store appended per run: where its next append goes, unread."""
+        self.counters: UsageCounters = DynamoCounters(client, table=agent_table)
 
     # -- encoding ----------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from ..agent.loading import AgentLoadError, agents_from_env
 from ..errors import StepLineError
 from ..llm.base import LanguageModel
 from ..llm.registry import deferred_model, resolve_model
+from ..runtime.deployment_budget import budget_from_env
 from ..runtime.handlers import Handler, handlers
 from ..runtime.notifications import NoNotifier, Notifier
 from ..runtime.services import DEFAULT_MODEL, Services
@@ -87,6 +88,11 @@ class Settings(BaseModel):
     inspect: bool = Field(alias="STEPLINE_INSPECT", default=True)
     """Step records keep each model request as sent, for the run inspector."""
     snapstart: bool = Field(alias="STEPLINE_SNAPSTART", default=False)
+    prices: str = Field(alias="STEPLINE_PRICES", default="")
+    """The deployment's price file (a path in the function's package); empty: the shipped table."""
+    limits: str = Field(alias="STEPLINE_LIMITS", default="")
+    """The deployment's limits, a JSON object (`stepline.loop.limits`); empty: none."""
+    tenant_claim: str = Field(alias="STEPLINE_TENANT_CLAIM", default="")
     """The function runs with Lambda SnapStart: prime its imports before the snapshot (`stepline.aws.snapstart`)."""
 
     @classmethod
@@ -123,6 +129,16 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
     The model's SDK is imported when the model is first called (`deferred_model`), unless
     `model_now`: the model step builds it at cold start, where a bad key or option fails at once.
     """
+    try:
+        budget = budget_from_env(
+            {
+                "STEPLINE_PRICES": settings.prices,
+                "STEPLINE_LIMITS": settings.limits,
+                "STEPLINE_TENANT_CLAIM": settings.tenant_claim,
+            }
+        )
+    except StepLineError as error:
+        raise ConfigurationError(str(error)) from None
     blobs = S3BlobStore(settings.bucket, client=client("s3"))
     store = DynamoStore(
         client("dynamodb"),
@@ -168,6 +184,9 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
         EventBridgeNotifier(client("events"), bus=settings.event_bus) if settings.event_bus else NoNotifier()
     )
     services = Services(
+        prices=budget.prices,
+        limits=budget.limits,
+        tenant_claim=budget.tenant_claim,
         telemetry=_telemetry(settings),
         inspect=settings.inspect,
         stream_push=_stream_push(settings),

@@ -58,6 +58,7 @@ from ..api.oidc import DEFAULT_LEEWAY_SECONDS, JwtIdentity
 from ..errors import StepLineError
 from ..llm.registry import DEMO_BOOK, resolve_with_timeout
 from ..runtime.approval_links import ApprovalLinks
+from ..runtime.deployment_budget import DeploymentBudget, budget_from_env
 from ..runtime.hook_signatures import EnvHookSecrets
 from ..runtime.services import Services
 from ..store.event_batcher import DEFAULT_WINDOW, UNATTENDED_WINDOW
@@ -115,6 +116,8 @@ class DevConfig:
     oidc_issuer: str | None = None
     oidc_client_id: str | None = None
     oidc_leeway_seconds: int = DEFAULT_LEEWAY_SECONDS
+    budget: DeploymentBudget = DeploymentBudget()
+    """`STEPLINE_PRICES`, `STEPLINE_LIMITS`, `STEPLINE_TENANT_CLAIM`."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> DevConfig:
@@ -130,6 +133,10 @@ class DevConfig:
         timeout = env.get("STEPLINE_APPROVAL_TIMEOUT_SECONDS", "86400")
         if not timeout.isdigit() or int(timeout) < 1:
             raise DevConfigError("STEPLINE_APPROVAL_TIMEOUT_SECONDS must be a whole number of seconds >= 1")
+        try:
+            budget = budget_from_env(env)
+        except StepLineError as error:
+            raise DevConfigError(str(error)) from None
         return cls(
             model=model or f"scripted:{DEMO_BOOK}",
             model_is_demo=not model,
@@ -138,6 +145,7 @@ class DevConfig:
             tokens=tokens,
             approval_timeout_seconds=int(timeout),
             cors_origins=origins,
+            budget=budget,
             **_oidc(env),
         )
 
@@ -201,6 +209,9 @@ def dev_server(
             agents=agents,
             telemetry=telemetry,
             default_model=config.model,
+            prices=config.budget.prices,
+            limits=config.budget.limits,
+            tenant_claim=config.budget.tenant_claim,
             client="stepline-dev",
             # Approval links work locally too, with a key of this process (links end with it).
             approval_links=ApprovalLinks(secrets.token_bytes(32)),

@@ -18,8 +18,11 @@ from pydantic import BaseModel, JsonValue
 
 from ..llm.base import LanguageModel, ToolChoice
 from ..protocol.model_messages import ProviderOptions, SystemModelMessage
+from .budget import BudgetGate
 from .callbacks import Callbacks
 from .generated_files import GeneratedFiles
+from .limits import Limits
+from .prices import PriceTable
 from .stop import StopCondition, is_step_count
 from .tool_guard import ToolGuard
 from .tools import ApprovalPolicy, ApprovalSetting, Tool
@@ -182,6 +185,12 @@ class LoopConfig:
     trace_content: bool = False
     """Spans carry the conventions' opt-in content (instructions, messages, tool definitions, tool
     arguments and results), masked and sized; off by default."""
+    prices: PriceTable | None = None
+    """Prices per model: each step's usage gets its `cost_usd` (None: costs stay unknown)."""
+    limits: Limits | None = None
+    """Spending limits, checked before every model call (`stepline.loop.budget`)."""
+    budget_gate: BudgetGate | None = None
+    """The user's and tenant's budgets (the runtime installs one over the store's counters)."""
     inspect: bool = False
     """Each step keeps its request as sent and its timings for the run inspector (`StepOutcome.inspection`)."""
     agent_name: str | None = None

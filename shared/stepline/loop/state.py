@@ -52,27 +52,45 @@ class UsageTotals(WireModel):
     reasoning_tokens: int | None = None
     cached_input_tokens: int | None = None
     cache_write_tokens: int | None = None
+    cost_usd: float | None = None
+    """What the calls cost in USD, when every call that used tokens had a known price (else None)."""
+
+    @property
+    def empty(self) -> bool:
+        """No call counted yet (the start of a sum)."""
+        return self.input_tokens is None and self.output_tokens is None and self.cost_usd is None
 
     def plus(self, other: UsageTotals) -> UsageTotals:
-        """The sum; unknown + unknown stays unknown."""
+        """The sum; unknown + unknown stays unknown, and a cost is known only if both sides' are."""
 
         def add(a: int | None, b: int | None) -> int | None:
             return None if a is None and b is None else (a or 0) + (b or 0)
 
+        if self.empty or other.empty:
+            cost = other.cost_usd if self.empty else self.cost_usd
+        else:
+            known = self.cost_usd is not None and other.cost_usd is not None
+            cost = round((self.cost_usd or 0) + (other.cost_usd or 0), 9) if known else None
         return UsageTotals(
             input_tokens=add(self.input_tokens, other.input_tokens),
             output_tokens=add(self.output_tokens, other.output_tokens),
             reasoning_tokens=add(self.reasoning_tokens, other.reasoning_tokens),
             cached_input_tokens=add(self.cached_input_tokens, other.cached_input_tokens),
             cache_write_tokens=add(self.cache_write_tokens, other.cache_write_tokens),
+            cost_usd=cost,
         )
 
-    def to_metadata(self) -> dict[str, int] | None:
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens (an unknown count as 0)."""
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
+
+    def to_metadata(self) -> dict[str, int | float] | None:
         """The metadata `usage` object, or None while input or output counts are unknown."""
         if self.input_tokens is None or self.output_tokens is None:
             return None
         wire = self.model_dump(by_alias=True, exclude_none=True)
-        return {k: v for k, v in wire.items() if isinstance(v, int)}
+        return {k: v for k, v in wire.items() if isinstance(v, int | float)}
 
 
 class ToolCallRecord(WireModel):

@@ -21,6 +21,7 @@ from ..protocol import stream_parts as sp
 from ..protocol.model_messages import ModelFilePart, ModelMessage, UserModelMessage
 from . import telemetry
 from .approval import resolve_approval, sign_approval
+from .budget import BudgetStop, admit_call, over_budget
 from .call_parts import Emit, ModelCallResult
 from .callbacks import StepEndEvent, StepStartEvent, notify
 from .config import LoopConfig, PrepareStepResult
@@ -260,17 +261,23 @@ async def _run_step(config: LoopConfig, state: LoopState, *, emit: Emit) -> Step
     try:
         _check_files(model, messages)
         options = _call_options(step_config, messages)
-        result = await run_model_call(
-            step_config,
-            model,
-            options,
-            emit=emit,
-            run_id=state.run_id,
-            step_number=step_number,
-            retries=retries,
-            on_tool_call=tools.on_tool_call,
-            result=result,
-        )
+        admission = admit_call(step_config.limits, step_config.budget_gate, step_config.prices, state, model, options)
+        if isinstance(admission, BudgetStop):
+            return over_budget(state, admission)
+        try:
+            result = await run_model_call(
+                step_config,
+                model,
+                options,
+                emit=emit,
+                run_id=state.run_id,
+                step_number=step_number,
+                retries=retries,
+                on_tool_call=tools.on_tool_call,
+                result=result,
+            )
+        finally:  # priced, and counted instead of its worst case (also what a failed call reported)
+            result.usage = admission.settle(result.usage)
     except (StepFailure, UnsupportedCapabilityError) as failure:
         failed = await _failed(config, state, emit, failure, result, retries)
         return dataclasses.replace(failed, inspection=step_inspection(config, result, started))

@@ -29,6 +29,8 @@ class Usage(WireModel):
     reasoning_tokens: Count | None = None
     cached_input_tokens: Count | None = None
     cache_write_tokens: Count | None = None
+    cost_usd: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    """USD, from the deployment's price table; absent when a model's price is unknown."""
 
 
 class RetryRecord(WireModel):

@@ -136,7 +136,7 @@ def _step_view(row: StepRecordRow, request: dict[str, JsonValue] | None) -> dict
             "timeToFirstTokenMs": _ms(first_output, cast(int | None, last.get("startedAt"))),
             "durationMs": _ms(row.ended_at, row.started_at),
         },
-        "cost": None,
+        "cost": (row.usage or {}).get("costUsd"),  # None: the model has no price
         "tools": [],
     }
 

@@ -19,12 +19,16 @@ from ..agent.loading import AgentSet
 from ..llm.base import LanguageModel
 from ..llm.registry import DEMO_BOOK, resolve_with_timeout
 from ..loop.config import LoopConfig
+from ..loop.limits import Limits
+from ..loop.price_list import DEFAULT_PRICES
+from ..loop.prices import PriceTable
 from ..loop.tools import ApprovalSetting, Tool
 from ..store.blobs import BlobStore
 from ..store.event_batcher import DEFAULT_WINDOW, UNATTENDED_WINDOW
 from ..store.ports import Store
 from ..tools.context import RunContext
 from .approval_links import ApprovalLinks
+from .budget_gate import CounterGate, tenant_of
 from .deliveries import DeliveryLog
 from .generated_files import ArtifactFiles
 from .guard import StoreToolGuard
@@ -105,6 +109,12 @@ class Services:
     client: str | None = None
     telemetry: RunTelemetry | None = None
     """This process's tracer and meter (`stepline.tracing.setup`); None: tracing is off."""
+    prices: PriceTable = DEFAULT_PRICES
+    """The deployment's price table (`STEPLINE_PRICES` amends the shipped one); agents amend it again."""
+    limits: Limits | None = None
+    """The deployment's limits (`STEPLINE_LIMITS`); an agent's own take precedence, setting by setting."""
+    tenant_claim: str | None = None
+    """The identity claim naming a caller's tenant (`STEPLINE_TENANT_CLAIM`); None: one tenant."""
     inspect: bool = True
     """Step records keep each model request as sent and its timings, for the run inspector."""
     clock: Callable[[], int] = field(default=_now_ms)
@@ -167,6 +177,9 @@ class Services:
         guard = StoreToolGuard(self.store, user_id=user_id, run_id=run_id, claim_token=claim_token, now=self.clock)
         files = ArtifactFiles(context) if isinstance(context, RunContext) else None
         traced = self.telemetry.loop_options() if self.telemetry is not None and agent.tracer is None else {}
+        claims = context.claims if isinstance(context, RunContext) else None
+        tenant = tenant_of(claims, self.tenant_claim)
+        gate = CounterGate(self.store.counters, user_id, tenant, agent.name, self.clock)
         return await agent.loop_config(
             **traced,
             inspect=self.inspect,
@@ -176,6 +189,9 @@ class Services:
             approval_secret=self.approval_secret,
             tool_guard=guard,
             generated_files=files,
+            prices=self.prices,
+            limits=self.limits,
+            budget_gate=gate,
             clock=self.clock,
             **overrides,
         )

@@ -30,6 +30,7 @@ from .redaction import ReasoningPolicy, Redactor
 from .transactional import TransactionalStore
 from .unit import Record, Unit, record_key
 from .unit_reads import UnitReads, offset_cursor
+from .usage_counters import MemoryCounters, UsageCounters
 
 __all__ = ["MemoryStore"]
 
@@ -126,6 +127,7 @@ class MemoryStore(TransactionalStore, UnitReads):
         self._lock = threading.RLock()
         self.delta_retention_ms = delta_retention_ms
         self.items: dict[Partition, dict[Any, Record]] = {}
+        self.counters: UsageCounters = MemoryCounters()
 
     def _do(self, operation: Callable[[_MemoryUnit], T]) -> T:
         with self._lock:

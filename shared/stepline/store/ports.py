@@ -34,6 +34,7 @@ from .records import (
     StepRecordRow,
     ToolCallRecord,
 )
+from .usage_counters import UsageCounters
 
 __all__ = [
     "ClaimResult",
@@ -140,6 +141,11 @@ class ClaimResult:
 
 class Store(Protocol):
     """Durable state of conversations and runs."""
+
+    @property
+    def counters(self) -> UsageCounters:
+        """Usage per user and tenant and period, counted atomically (`stepline.store.usage_counters`)."""
+        ...
 
     # -- conversations and messages -------------------------------------------------------------
 

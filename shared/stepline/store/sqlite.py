@@ -39,10 +39,12 @@ from .records import (
 )
 from .redacting_unit import RedactingUnit
 from .redaction import ReasoningPolicy, Redactor
+from .sqlite_counters import SqliteCounters
 from .sqlite_unit import SCHEMA, SqliteUnit, part_key, sort_key
 from .transactional import TransactionalStore
 from .unit import Unit
 from .unit_reads import UnitReads, offset_cursor
+from .usage_counters import UsageCounters
 
 __all__ = ["SqliteStore"]
 
@@ -78,6 +80,7 @@ class SqliteStore(TransactionalStore, UnitReads):
         self._closed = False
         with self._write_lock:
             self._connection().executescript(SCHEMA)
+        self.counters: UsageCounters = SqliteCounters(self.path)
 
     # -- plumbing ----------------------------------------------------------------------------------
 

@@ -1,0 +1,114 @@
+"""The usage counters' contract, on each backend (memory, SQLite, DynamoDB on moto), and under races.
+
+GIVEN counters with ceilings, WHEN calls reserve their worst case and settle what they used, THEN
+a reservation either lands on every counter or on none, a ceiling refuses exactly when the
+committed amount plus the worst case would pass it, and many threads racing one budget never take
+the spending past it (each call using at most its worst case: no overshoot at all).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from moto import mock_aws
+
+from stepline.store.sqlite_counters import SqliteCounters
+from stepline.store.usage_counters import (
+    NANO,
+    Ceiling,
+    CounterKey,
+    CounterValue,
+    MemoryCounters,
+    UsageCounters,
+    period_keys,
+    periods,
+)
+from tests.support.dynamo_store import make_dynamo_store
+
+DAY = CounterKey("user", "ann", "day:2025-12-02")
+MONTH = CounterKey("user", "ann", "month:2025-12")
+TENANT = CounterKey("tenant", "acme", "day:2025-12-02")
+
+
+@pytest.fixture(params=["memory", "sqlite", "dynamodb"])
+def counters(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[UsageCounters]:
+    if request.param == "memory":
+        yield MemoryCounters()
+    elif request.param == "sqlite":
+        yield SqliteCounters(tmp_path / "stepline.db")
+    else:
+        with mock_aws():
+            store, _ = make_dynamo_store()
+            yield store.counters
+
+
+def test_reserve_and_settle_count_spent_and_committed(counters: UsageCounters) -> None:
+    ceilings = [Ceiling(DAY, "user_day", tokens=1000), Ceiling(MONTH, "user_month", nano_usd=NANO)]
+    assert counters.reserve(ceilings, 300, 40_000) is None
+    assert counters.read(DAY) == CounterValue(committed_tokens=300, committed_nano_usd=40_000)
+    counters.settle([DAY, MONTH], reserved=(300, 40_000), used=(120, 9_000), agent="desk")
+    assert counters.read(DAY) == CounterValue(
+        tokens=120, nano_usd=9_000, calls=1, committed_tokens=120, committed_nano_usd=9_000
+    )
+    assert counters.read(MONTH).tokens == 120
+    assert counters.agents(DAY) == {"desk": CounterValue(tokens=120, nano_usd=9_000, calls=1)}
+    assert counters.agents(TENANT) == {}
+    assert counters.read(TENANT) == CounterValue()
+
+
+def test_a_ceiling_refuses_exactly_past_its_limit(counters: UsageCounters) -> None:
+    ceiling = Ceiling(DAY, "user_day", tokens=1000)
+    assert counters.reserve([ceiling], 600, 0) is None
+    assert counters.reserve([ceiling], 401, 0) == ceiling  # 600 + 401 > 1000
+    assert counters.reserve([ceiling], 400, 0) is None  # 600 + 400 = 1000: within
+    assert counters.read(DAY).committed_tokens == 1000
+    assert counters.reserve([ceiling], 1, 0) == ceiling
+    assert counters.reserve([Ceiling(DAY, "user_day", nano_usd=5)], 1, 6) is not None
+
+
+def test_a_refusal_reserves_on_no_counter(counters: UsageCounters) -> None:
+    counters.reserve([Ceiling(TENANT, "tenant_day", tokens=100)], 90, 0)
+    refused = counters.reserve(
+        [Ceiling(DAY, "user_day", tokens=1000), Ceiling(TENANT, "tenant_day", tokens=100)], 50, 0
+    )
+    assert refused is not None and refused.name == "tenant_day"
+    assert counters.read(DAY).committed_tokens == 0  # the user's counter took nothing either
+    assert counters.read(TENANT).committed_tokens == 90
+
+
+def test_racing_calls_never_take_spending_past_the_budget(counters: UsageCounters) -> None:
+    limit, worst, threads = 10_000, 700, 12
+    ceilings = [Ceiling(DAY, "user_day", tokens=limit), Ceiling(MONTH, "user_month", tokens=limit * 10)]
+    admitted: list[int] = []
+    start = threading.Barrier(threads)
+
+    def run(index: int) -> None:
+        start.wait()
+        call = 0
+        while counters.reserve(ceilings, worst, 0) is None:  # each thread calls until it is refused
+            used = worst - (index + call) % 3 * 100  # calls use up to their worst case
+            counters.settle([DAY, MONTH], reserved=(worst, 0), used=(used, 0))
+            admitted.append(used)
+            call += 1
+
+    workers = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    spent = counters.read(DAY)
+    assert spent.tokens == sum(admitted) <= limit
+    assert spent.calls == len(admitted)
+    assert spent.committed_tokens == spent.tokens  # every reservation was settled
+    # The last refusal came when no reservation was held (a holder calls again): the budget was
+    # used up to within one call.
+    assert limit - spent.tokens < worst
+
+
+def test_periods_are_utc_days_and_months() -> None:
+    assert periods(1_764_633_599_999) == ("day:2025-12-01", "month:2025-12")
+    assert periods(1_764_633_600_000) == ("day:2025-12-02", "month:2025-12")
+    assert period_keys("tenant", "acme", 1_764_633_600_000)[0] == CounterKey("tenant", "acme", "day:2025-12-02")
