@@ -146,7 +146,7 @@ def _approval_below(services: Services, run: RunRecord, levels: int) -> bool:
 
 def usage_with_children(
     services: Services, run: RunRecord, own: UsageTotals
-) -> tuple[dict[str, int] | None, list[dict[str, JsonValue]]]:
+) -> tuple[dict[str, int | float] | None, list[dict[str, JsonValue]]]:
     """The run's usage with its children's added (theirs include their own children's), and each child's."""
     total, each = own, list[dict[str, JsonValue]]()
     for child in child_runs(services, run):

