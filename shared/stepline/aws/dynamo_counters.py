@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..store.usage_counters import Ceiling, CounterKey, CounterValue
+from ..store.usage_counters import Ceiling, CounterKey, CounterValue, settlements
 
 __all__ = ["DynamoCounters"]
 
@@ -108,10 +108,8 @@ class DynamoCounters:
         agent: str | None = None,
         priced: bool = True,
     ) -> None:
-        targets = [(key, reserved) for key in keys]
-        if agent is not None:
-            targets += [(key.of_agent(agent), used) for key in keys]
-        for key, held in targets:  # unconditional ADDs: each is atomic on its own, and their order is free
+        deltas = settlements(keys, reserved=reserved, used=used, agent=agent, priced=priced)
+        for key, delta in deltas:  # unconditional ADDs: each is atomic on its own, and their order is free
             self.client.update_item(
                 TableName=self.table,
                 Key=_key(key),
@@ -120,12 +118,12 @@ class DynamoCounters:
                     "committedTokens :dt, committedNanoUsd :du"
                 ),
                 ExpressionAttributeValues={
-                    ":t": _n(used[0]),
-                    ":u": _n(used[1]),
-                    ":one": _n(1),
-                    ":np": _n(0 if priced else 1),
-                    ":dt": _n(used[0] - held[0]),
-                    ":du": _n(used[1] - held[1]),
+                    ":t": _n(delta.tokens),
+                    ":u": _n(delta.nano_usd),
+                    ":one": _n(delta.calls),
+                    ":np": _n(delta.unpriced_calls),
+                    ":dt": _n(delta.committed_tokens),
+                    ":du": _n(delta.committed_nano_usd),
                 },
             )
 

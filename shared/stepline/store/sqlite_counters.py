@@ -11,9 +11,10 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from contextlib import closing
+from dataclasses import astuple
 from pathlib import Path
 
-from .usage_counters import Ceiling, CounterKey, CounterValue
+from .usage_counters import Ceiling, CounterKey, CounterValue, settlements
 
 __all__ = ["SqliteCounters"]
 
@@ -96,15 +97,11 @@ class SqliteCounters:
         agent: str | None = None,
         priced: bool = True,
     ) -> None:
-        unpriced = 0 if priced else 1
         with self._lock, closing(self._connect()) as connection:
             connection.execute("BEGIN IMMEDIATE")
             try:
-                for key in keys:
-                    deltas = (used[0], used[1], 1, unpriced, used[0] - reserved[0], used[1] - reserved[1])
-                    self._add(connection, key, deltas)
-                    if agent is not None:
-                        self._add(connection, key.of_agent(agent), (used[0], used[1], 1, unpriced, 0, 0))
+                for key, delta in settlements(keys, reserved=reserved, used=used, agent=agent, priced=priced):
+                    self._add(connection, key, astuple(delta))
                 connection.execute("COMMIT")
             except BaseException:
                 connection.execute("ROLLBACK")

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import astuple, dataclass, replace
 from datetime import UTC, datetime
 from typing import Literal, Protocol
 
 __all__ = [
     "NANO",
+    "added",
+    "settlements",
     "Ceiling",
     "CounterKey",
     "CounterValue",
@@ -156,12 +158,8 @@ class MemoryCounters:
         priced: bool = True,
     ) -> None:
         with self._lock:
-            for key in keys:
-                value = self._values.get(key, CounterValue())
-                self._values[key] = _settled(value, reserved, used, priced)
-                if agent is not None:
-                    share = self._values.get(key.of_agent(agent), CounterValue())
-                    self._values[key.of_agent(agent)] = _settled(share, used, used, priced)
+            for key, delta in settlements(keys, reserved=reserved, used=used, agent=agent, priced=priced):
+                self._values[key] = added(self._values.get(key, CounterValue()), delta)
 
     def read(self, key: CounterKey) -> CounterValue:
         with self._lock:
@@ -176,12 +174,29 @@ class MemoryCounters:
             }
 
 
-def _settled(value: CounterValue, reserved: tuple[int, int], used: tuple[int, int], priced: bool) -> CounterValue:
-    return CounterValue(
-        tokens=value.tokens + used[0],
-        nano_usd=value.nano_usd + used[1],
-        calls=value.calls + 1,
-        unpriced_calls=value.unpriced_calls + (0 if priced else 1),
-        committed_tokens=value.committed_tokens + used[0] - reserved[0],
-        committed_nano_usd=value.committed_nano_usd + used[1] - reserved[1],
-    )
+def settlements(
+    keys: Sequence[CounterKey], *, reserved: tuple[int, int], used: tuple[int, int], agent: str | None, priced: bool
+) -> list[tuple[CounterKey, CounterValue]]:
+    """What `UsageCounters.settle` adds to each counter, on every backend.
+
+    The call's usage and count, and its reservation replaced by what it used (an agent's share holds
+    no reservation).
+    """
+
+    def delta(held: tuple[int, int]) -> CounterValue:
+        return CounterValue(
+            tokens=used[0],
+            nano_usd=used[1],
+            calls=1,
+            unpriced_calls=0 if priced else 1,
+            committed_tokens=used[0] - held[0],
+            committed_nano_usd=used[1] - held[1],
+        )
+
+    found = [(key, delta(reserved)) for key in keys]
+    return found if agent is None else found + [(key.of_agent(agent), delta(used)) for key in keys]
+
+
+def added(value: CounterValue, delta: CounterValue) -> CounterValue:
+    """`value` with every field of `delta` added."""
+    return CounterValue(*(a + b for a, b in zip(astuple(value), astuple(delta), strict=True)))
