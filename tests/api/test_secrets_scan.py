@@ -24,7 +24,9 @@ import httpx
 import pytest
 
 from stepline.api.identity import DEFAULT_LOCAL_USER
+from stepline.context.offload import OUTPUTS_KIND
 from stepline.local.backend import BUCKET, REGION
+from stepline.store.blobs import blob_key
 from tests.support.server import Running, config, running, write_book
 
 USER_KEY = "AKIAUSERUSERUSERUSER"  # an AWS access key id, in the user's message
@@ -121,7 +123,8 @@ def _s3(checkpoint_items: str) -> tuple[str, str, int]:
         for entry in page.get("Contents", []):
             count += 1
             body = s3.get_object(Bucket=BUCKET, Key=entry["Key"])["Body"].read().decode()
-            in_clear = entry["Key"] in pointed or "/outputs/sha256/" in entry["Key"]  # the prompt's offloaded outputs
+            offloaded = entry["Key"].startswith(blob_key(DEFAULT_LOCAL_USER, "0" * 64, kind=OUTPUTS_KIND)[:-64])
+            in_clear = entry["Key"] in pointed or offloaded  # the checkpoint, and the outputs its prompt offloaded
             (clear if in_clear else kept).append(f"{entry['Key']}\n{body}")
     return "\n".join(kept), "\n".join(clear), count
 
