@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,10 +22,10 @@ from stepline.llm.registry import DEMO_BOOK
 from stepline.store import workspace
 from stepline.store.errors import NotFound
 from tests.e2e.counting_tools import RUNS
+from tests.support.node_script import run_node_script
 from tests.support.sdk_oracle import SdkError, SdkOracle
 from tests.support.server import Running, config, running, write_book
 
-NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 USER = DEFAULT_LOCAL_USER
 NOTE = "notes/hello.md"
 
@@ -116,18 +114,7 @@ def play(
         "latencyMs": latency_ms,
         "steps": list(steps),
     }
-    done = subprocess.run(
-        ["node", str(NODE_DIR / "chat_e2e.mjs")],
-        input=json.dumps(scenario),
-        cwd=NODE_DIR,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=90,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    client = json.loads(done.stdout)
+    client = run_node_script("chat_e2e.mjs", scenario)
     assert [s for s in client["steps"] if "failed" in s] == [], client["steps"]
     return Outcome(chat_id, client, stored_chat(server, chat_id))
 

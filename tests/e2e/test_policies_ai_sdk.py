@@ -8,18 +8,15 @@ its runs). The tests compare what each tab's SDK state ends with against the sto
 
 from __future__ import annotations
 
-import json
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.support import control_agents as agents
+from tests.support.node_script import run_node_script
 from tests.support.server import Running, config, running
 
-NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 pytestmark = pytest.mark.timeout(120)
 
 
@@ -38,18 +35,7 @@ def play(server: Running, chat_id: str, first: str, *then: tuple[str, str], wait
         "waitFor": wait_for,
         "then": [{"text": text, "policy": policy} for text, policy in then],
     }
-    done = subprocess.run(
-        ["node", str(NODE_DIR / "policies_e2e.mjs")],
-        input=json.dumps(scenario),
-        cwd=NODE_DIR,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=90,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)["tabs"]
+    return run_node_script("policies_e2e.mjs", scenario)["tabs"]
 
 
 def stored(server: Running, chat_id: str) -> dict[str, Any]:

@@ -35,8 +35,8 @@ from tests.support.fake_openai import (
     responses_stream,
     responses_text_events,
 )
+from tests.support.node_script import run_node_script
 
-NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 AGENT = '''
@@ -231,17 +231,7 @@ def test_the_real_client_chats_with_a_users_agent_module_on_stepline_dev(tmp_pat
             "body": {"plan": "gold"},
             "steps": [{"send": "Refund 5 dollars on A-1"}, {"approve": True}],
         }
-        done = subprocess.run(
-            ["node", str(NODE_DIR / "chat_e2e.mjs")],
-            input=json.dumps(scenario),
-            cwd=NODE_DIR,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        client = json.loads(done.stdout)
+        client = run_node_script("chat_e2e.mjs", scenario, timeout=120)
         assert [s for s in client["steps"] if "failed" in s] == [], client["steps"]
         (answer,) = [m for m in client["messages"] if m["role"] == "assistant"]
         tools = {p["type"]: p for p in answer["parts"] if p["type"].startswith("tool-")}
