@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from stepline.store.branches import BranchFrom
 from stepline.store.errors import (
     ActiveRunExists,
     ConcurrentUpdate,
@@ -701,7 +702,7 @@ def test_a_regenerated_answer_is_superseded_with_the_new_turn(backend: Backend) 
         run_id="r2",
         assistant_message_id="a-r2",
         user_message=None,
-        supersede_seqs=(2,),
+        branch=BranchFrom(after="u-r1"),
         now=3_000,
     )
     store.start_turn(USER, regenerated)
@@ -716,18 +717,17 @@ def test_only_a_finished_answer_is_superseded_and_nothing_is_written_otherwise(b
         USER, "r1", FinishRun(status="aborted", snapshot=snapshot(), cancel_reason="user_cancelled", now=1_500)
     )
     before = dump()
-    for seqs, error in (((9,), NotFound), ((1, 9), NotFound)):
-        turn = TurnStart(
-            conversation_id="c1",
-            run_id="r2",
-            assistant_message_id="a-r2",
-            user_message=None,
-            supersede_seqs=seqs,
-            now=2,
-        )
-        with pytest.raises(error):
-            store.start_turn(USER, turn)
-        assert dump() == before
+    turn = TurnStart(
+        conversation_id="c1",
+        run_id="r2",
+        assistant_message_id="a-r2",
+        user_message=None,
+        branch=BranchFrom(after="nope"),  # not a message of the active branch
+        now=2,
+    )
+    with pytest.raises(Conflict):
+        store.start_turn(USER, turn)
+    assert dump() == before
 
 
 def test_an_ended_runs_log_is_closed(backend: Backend) -> None:

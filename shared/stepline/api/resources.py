@@ -12,7 +12,7 @@ from ..runtime.ending import abort_run
 from ..runtime.inbox import start_after
 from ..runtime.waits import decide
 from ..store.artifacts import artifact_link
-from ..store.errors import InvalidCursor, NotFound
+from ..store.errors import ActiveRunExists, InvalidCursor, NotFound
 from ..store.workspace import workspace_prefix
 from .bodies import CheckedRoute
 from .deps import Options, ServicesDep, User
@@ -21,6 +21,7 @@ from .schemas import (
     AbortResult,
     ApprovalDecisionBody,
     ApprovalView,
+    BranchSwitchBody,
     ConversationDetail,
     ConversationList,
     Health,
@@ -78,6 +79,18 @@ def conversation(conversation_id: Id, user_id: User, services: ServicesDep) -> C
     record = services.store.get_conversation(user_id, conversation_id)
     messages = services.store.list_messages(user_id, conversation_id, limit=10_000).items
     return conversation_detail(shown_status(services, record), messages)
+
+
+@router.post("/api/conversations/{conversation_id}/branch", tags=["conversations"])
+def switch_branch(
+    conversation_id: Id, body: BranchSwitchBody, user_id: User, services: ServicesDep
+) -> ConversationDetail:
+    """Make the branch through `messageId` the active one (409 while a run is active); answers the conversation."""
+    try:
+        services.store.switch_branch(user_id, conversation_id, body.message_id, now=services.clock())
+    except ActiveRunExists as error:
+        raise ApiError(409, f"run {error.run_id} is active in this chat: wait for it or abort it first") from None
+    return conversation(conversation_id, user_id, services)
 
 
 @router.delete("/api/conversations/{conversation_id}", tags=["conversations"], status_code=204)

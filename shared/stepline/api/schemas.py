@@ -8,12 +8,15 @@ from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from pydantic.alias_generators import to_camel
 
+from ..store.branches import branch_points
 from ..store.records import ApprovalRecord, ConversationRecord, MessageRecord
 
 __all__ = [
     "AbortResult",
     "ApprovalDecisionBody",
     "ApprovalView",
+    "BranchPointView",
+    "BranchSwitchBody",
     "ChatRequestBody",
     "ConversationDetail",
     "ConversationList",
@@ -146,10 +149,27 @@ class WaitingMessage(_Body):
     queued_at: int
 
 
+class BranchPointView(_Body):
+    """A branching point of the active branch: the messages that follow `parentId` (null: the first), oldest first."""
+
+    parent_id: str | None
+    sibling_ids: list[str]
+    active_id: str
+    """The sibling on the active branch (one of `messages`)."""
+
+
+class BranchSwitchBody(_Body):
+    """`POST /api/conversations/{id}/branch`: make the branch through `messageId` the active one."""
+
+    message_id: str = Field(pattern=r"^[A-Za-z0-9._:@+=-]{1,200}$")
+
+
 class ConversationDetail(ConversationSummary):
-    """A conversation with its stored messages, oldest first."""
+    """A conversation with the messages of its active branch, oldest first."""
 
     messages: list[StoredMessage]
+    branches: list[BranchPointView] = Field(default_factory=list[BranchPointView])
+    """Every branching point on the active branch, in its order (an edit or a regeneration made each)."""
     waiting: list[WaitingMessage] = Field(default_factory=list[WaitingMessage])
     """The messages waiting behind (or steering) the active run, in order."""
 
@@ -178,6 +198,10 @@ def conversation_detail(record: ConversationRecord, messages: list[MessageRecord
             )
             for m in messages
             if m.superseded_by is None
+        ],
+        branches=[
+            BranchPointView(parent_id=p.parent_id, sibling_ids=p.sibling_ids, active_id=p.active_id)
+            for p in branch_points(messages)
         ],
         waiting=[
             WaitingMessage(

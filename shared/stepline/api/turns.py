@@ -12,8 +12,9 @@ is never written back, so a client cannot rewrite what the model saw.
   `approval-responded` part goes through the webhook's compare-and-set (`decide`), each output of
   a question the run waits for through `answer`; then the stream starts with that message's id and
   carries only what the client does not have yet (after the step that asked).
-- **Regenerate**: the answer being regenerated is superseded and a new run answers the same
-  history (see `regenerate`).
+- **Edit** (`submit-message` whose `messageId` names a stored user message) and **regenerate**
+  (of the last answer or any earlier one): a new run on a new branch (`api.branching`); the
+  messages after the branching point stay, on the branch they were on.
 
 Errors are `ApiError`s with the HTTP status and a message that names what was wrong.
 """
@@ -37,11 +38,13 @@ from ..runtime.inbox import start_next
 from ..runtime.services import Services
 from ..runtime.turn import begin_turn
 from ..runtime.waits import answer, decide, run_state
+from ..store.branches import BranchFrom
 from ..store.errors import ActiveRunExists, Conflict, DecisionConflict, Gone, NotFound
 from ..store.records import TERMINAL, WAITING_RUN, MessageRecord, RunRecord, check_id
 from ..store.replay import WHOLE_EVENT, EventPosition
+from .branching import edit_point, regenerate_point
 from .errors import ApiError
-from .new_message import RunEnded, policy_of, while_working
+from .new_message import RunEnded, describe, policy_of, while_working
 from .tail import wait_position
 
 __all__ = ["Caller", "ChatStream", "latest_run_id", "open_chat"]
@@ -97,13 +100,21 @@ def open_chat(services: Services, user_id: str, request: ChatRequest, caller: Ca
     caller = caller or Caller(body=dict(request.extra_body))
     try:
         if request.trigger == "regenerate-message":
-            current = _current_messages(services, user_id, conversation_id)
-            plan = plan_turn(request, known_message_ids={m.message_id for m in current})
-            return _regenerate(services, user_id, conversation_id, plan.history, current, caller)
+            stored = _stored_messages(services, user_id, conversation_id)
+            plan = plan_turn(request, known_message_ids={m.message_id for m in stored})
+            last = plan.history[-1] if plan.history and plan.history[-1].role == "user" else None
+            point = regenerate_point(stored, replaced=plan.replaced_message_id, last_posted=last.id if last else None)
+            return _branch(services, user_id, conversation_id, None, point, caller)
         plan = plan_turn(request)
         if plan.kind == "continuation":
             return _continue(services, user_id, conversation_id, request.messages[-1])
-        return _new_reply(services, user_id, conversation_id, request.messages[-1], caller)
+        message = request.messages[-1]
+        if request.message_id is not None and message.role == "user":
+            stored = _stored_messages(services, user_id, conversation_id)
+            if any(m.message_id == message.id for m in stored):  # `sendMessage({ text, messageId })`: an edit
+                point = edit_point(stored, message.id)
+                return _branch(services, user_id, conversation_id, message, point, caller)
+        return _new_reply(services, user_id, conversation_id, message, caller)
     except UnknownAgentError as error:
         raise ApiError(400, str(error)) from None
 
@@ -168,7 +179,7 @@ def _begin(
     *,
     user_message: dict[str, Any] | None,
     caller: Caller,
-    supersede_seqs: tuple[int, ...] = (),
+    branch: BranchFrom | None = None,
 ) -> ChatStream:
     started = begin_turn(
         services,
@@ -177,7 +188,7 @@ def _begin(
         run_id=new_id("run"),
         assistant_message_id=new_id("msg"),
         user_message=user_message,
-        supersede_seqs=supersede_seqs,
+        branch=branch,
         agent=caller.agent,
         claims=caller.claims or None,
         body=caller.body,
@@ -196,7 +207,7 @@ def _start_reply(
         raise ApiError(
             409,
             f"messages: message id {message.id} is already in this chat"
-            " (editing an earlier message is not supported; regenerate, or send a new message)",
+            " (to edit it, send it with messageId, as sendMessage({ text, messageId }) does)",
         ) from error
 
 
@@ -207,39 +218,43 @@ def latest_run_id(messages: list[MessageRecord]) -> str | None:
     )
 
 
-def _current_messages(services: Services, user_id: str, conversation_id: str) -> list[MessageRecord]:
-    """The chat's stored messages that are still in its history (none for a chat that does not exist)."""
+def _stored_messages(services: Services, user_id: str, conversation_id: str) -> list[MessageRecord]:
+    """Every stored message of the chat, on every branch (none for a chat that does not exist)."""
     try:
-        stored = services.store.list_messages(user_id, conversation_id, limit=10_000).items
+        return services.store.list_messages(user_id, conversation_id, limit=10_000).items
     except NotFound:
         return []
-    return [m for m in stored if m.superseded_by is None]
 
 
-def _regenerate(
+def _branch(
     services: Services,
     user_id: str,
     conversation_id: str,
-    history: list[UIMessage],
-    current: list[MessageRecord],
+    edited: UIMessage | None,
+    point: BranchFrom,
     caller: Caller,
 ) -> ChatStream:
-    """A new answer to the chat's history up to its last user message; the answers after it are superseded.
+    """A new run on a new branch: the edited user message (a new stored message), or a new answer.
 
-    The client has already dropped the answer it regenerates (`regenerate()` sends the history
-    without it); the stored conversation keeps it, marked superseded, out of every later history.
-    A `messageId` must name a message of the posted list or of the stored chat (`plan_turn`).
+    A run waiting for the user is closed first, as a new message closes it; a run at work is a 409
+    whatever the new-message policy (an edit or regeneration rewrites the history that run answers:
+    stop it first). Two edits racing: the first to start its run wins, the other meets it here.
     """
-    if not history or history[-1].role != "user":
-        raise ApiError(400, "messages: a regeneration answers a user message; the list must end with one")
-    asked = next((m for m in current if m.message_id == history[-1].id), None)
-    if asked is None:
-        raise ApiError(404, f"messages: message {history[-1].id} is not in this chat")
-    replaced = tuple(m.seq for m in current if m.seq > asked.seq)
-    try:
-        return _begin(services, user_id, conversation_id, user_message=None, caller=caller, supersede_seqs=replaced)
-    except ActiveRunExists as error:
-        raise ApiError(409, "a run is already active in this chat: wait for it, answer it, or abort it") from error
+    wire = None if edited is None else {**message_to_wire(edited), "id": new_id("msg")}
+    for _ in range(3):
+        try:
+            return _begin(services, user_id, conversation_id, user_message=wire, caller=caller, branch=point)
+        except ActiveRunExists:
+            active = _active_run(services, user_id, conversation_id)
+        except Conflict as error:  # `point` left the active branch meanwhile (a switch or another branch)
+            raise ApiError(409, f"messageId: {error}") from None
+        if active is not None and active.status in WAITING_RUN:
+            abort_run(services, user_id, active.run_id, reason=MOVED_ON)
+            start_next(services, user_id, conversation_id)
+            continue
+        if active is not None:
+            raise ApiError(409, f"{describe(active)}: wait for it or abort it before editing or regenerating")
+    raise ApiError(409, "the chat's runs kept changing; send the message again")
 
 
 def _active_run(services: Services, user_id: str, conversation_id: str) -> RunRecord | None:

@@ -21,6 +21,7 @@ from ..loop.state import LoopState
 from ..protocol.chunks import (
     StartChunk,
 )
+from ..store.branches import BranchFrom
 from ..store.errors import NotFound
 from ..store.history import turn_history
 from ..store.ports import TurnStart, TurnStarted
@@ -50,7 +51,7 @@ def begin_turn(
     assistant_message_id: str,
     user_message: dict[str, Any] | None,
     title: str | None = None,
-    supersede_seqs: tuple[int, ...] = (),
+    branch: BranchFrom | None = None,
     agent: str | None = None,
     claims: Mapping[str, JsonValue] | None = None,
     body: Mapping[str, JsonValue] | None = None,
@@ -60,7 +61,8 @@ def begin_turn(
 ) -> TurnStarted:
     """Write the turn, its initial checkpoint and its `start` event, then start the workflow.
 
-    `supersede_seqs` are the messages a regenerated answer replaces: they leave the history.
+    `branch` starts a branch (an edit, a regeneration): the turn follows `branch.after`, and the
+    messages after it leave the history (`store.branches`).
     `agent` names the agent of a new conversation (an existing one keeps its own; an unknown name
     raises `UnknownAgentError`); `claims` and `body` become the run's fixed context. `unattended`
     is what a headless start records on the run (`stepline.runtime.headless`); `dequeue` is the
@@ -100,7 +102,7 @@ def begin_turn(
             context=context,
             title=title,
             assistant_metadata=metadata,
-            supersede_seqs=supersede_seqs,
+            branch=branch,
             trace=run_trace.traceparent,
             dequeue=dequeue,
             now=now,

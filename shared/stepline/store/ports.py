@@ -16,6 +16,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import JsonValue
 
+from .branches import BranchFrom
 from .records import (
     ApprovalRecord,
     ArtifactRecord,
@@ -75,8 +76,8 @@ class TurnStart:
     context: dict[str, JsonValue] | None = None
     title: str | None = None
     assistant_metadata: dict[str, JsonValue] | None = None
-    supersede_seqs: tuple[int, ...] = ()
-    """Messages this turn replaces (a regenerated answer): marked `superseded_by` the new run."""
+    branch: BranchFrom | None = None
+    """A turn that starts a branch (an edit, a regeneration): what it follows (`store.branches`)."""
     trace: str | None = None
     """The run's trace context (a W3C `traceparent`), stored on the run (`RunRecord.trace`)."""
     dequeue: str | None = None
@@ -172,6 +173,10 @@ class Store(Protocol):
         """Deletes the conversation and its messages; refused while a run is active."""
         ...
 
+    def switch_branch(self, user_id: str, conversation_id: str, message_id: str, *, now: int) -> ConversationRecord:
+        """Make the branch through the message the active one (`operations.branches`)."""
+        ...
+
     def enqueue_message(
         self, user_id: str, conversation_id: str, entry: InboxEntry, *, now: int, first: bool = False
     ) -> InboxEntry:
@@ -182,14 +187,7 @@ class Store(Protocol):
         """Remove a message still waiting in the inbox (`NotFound` once answered)."""
         ...
 
-    def take_steers(
-        self,
-        user_id: str,
-        run_id: str,
-        build: SteerBuilder,
-        *,
-        now: int,
-    ) -> StagedSteers | None:
+    def take_steers(self, user_id: str, run_id: str, build: SteerBuilder, *, now: int) -> StagedSteers | None:
         """The run's steering messages into its checkpoint and log, out of the inbox, at once."""
         ...
 

@@ -7,6 +7,7 @@ are its own.
 
 from __future__ import annotations
 
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -14,6 +15,7 @@ from typing import Any, TypeVar
 from pydantic import JsonValue
 
 from .operations import approvals as approval_ops
+from .operations import branches as branch_ops
 from .operations import inbox as inbox_ops
 from .operations import runs as run_ops
 from .operations import tool_calls as tool_call_ops
@@ -23,6 +25,7 @@ from .records import (
     ArtifactRecord,
     CheckpointReason,
     CheckpointRecord,
+    ConversationRecord,
     EventRecord,
     InboxEntry,
     NewEvent,
@@ -52,6 +55,10 @@ class TransactionalStore(ABC):
 
     def start_turn(self, user_id: str, turn: TurnStart) -> TurnStarted:
         return self._do(lambda u: run_ops.start_turn(u, user_id, turn))
+
+    def switch_branch(self, user_id: str, conversation_id: str, message_id: str, *, now: int) -> ConversationRecord:
+        mark = f"switch-{uuid.uuid4().hex}"
+        return self._do(lambda u: branch_ops.switch_branch(u, user_id, conversation_id, message_id, mark=mark, now=now))
 
     def enqueue_message(
         self, user_id: str, conversation_id: str, entry: InboxEntry, *, now: int, first: bool = False

@@ -17,8 +17,10 @@ def visible_text(parts: list[dict[str, Any]]) -> str:
     return "".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
 
 
-def message_record(user_id: str, conversation_id: str, message: dict[str, Any], *, seq: int, now: int) -> MessageRecord:
-    """A stored user message from its UIMessage wire form."""
+def message_record(
+    user_id: str, conversation_id: str, message: dict[str, Any], *, seq: int, now: int, parent_id: str | None = None
+) -> MessageRecord:
+    """A stored user message from its UIMessage wire form; it follows `parent_id` on its branch (`store.branches`)."""
     message_id = check_id(str(message.get("id", "")), "message id")
     parts: list[dict[str, Any]] = list(message.get("parts") or [])
     return MessageRecord(
@@ -28,6 +30,7 @@ def message_record(user_id: str, conversation_id: str, message: dict[str, Any], 
         seq=seq,
         role="user",
         status="completed",
+        parent_message_id=parent_id,
         parts=parts,
         metadata=message.get("metadata"),
         content=visible_text(parts),
@@ -36,8 +39,8 @@ def message_record(user_id: str, conversation_id: str, message: dict[str, Any], 
     )
 
 
-def assistant_placeholder(user_id: str, turn: TurnStart, *, seq: int, parent: MessageRecord | None) -> MessageRecord:
-    """The empty assistant message a run fills in place."""
+def assistant_placeholder(user_id: str, turn: TurnStart, *, seq: int, parent_id: str | None) -> MessageRecord:
+    """The empty assistant message a run fills in place, following `parent_id` (the user message it answers)."""
     return MessageRecord(
         user_id=user_id,
         conversation_id=turn.conversation_id,
@@ -46,7 +49,7 @@ def assistant_placeholder(user_id: str, turn: TurnStart, *, seq: int, parent: Me
         role="assistant",
         status="streaming",
         run_id=turn.run_id,
-        parent_message_id=parent.message_id if parent is not None else None,
+        parent_message_id=parent_id,
         metadata=turn.assistant_metadata,
         created_at=turn.now,
     )

@@ -13,7 +13,8 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from ..errors import ActiveRunExists, ConcurrentUpdate, Conflict, NotFound
+from ..branches import leaving as branch_leaving
+from ..errors import ActiveRunExists, ConcurrentUpdate, Conflict
 from ..ports import FinishRun, SnapshotUpdate, TurnStart, TurnStarted
 from ..records import (
     LIVE_MESSAGE_STATUS,
@@ -22,6 +23,7 @@ from ..records import (
     CheckpointRecord,
     ConversationRecord,
     EventRecord,
+    MessageRecord,
     NewEvent,
     RunRecord,
     RunStatus,
@@ -31,6 +33,7 @@ from ..records import (
 )
 from ..turns import assistant_placeholder, conversation_title, message_record
 from ..unit import Unit
+from .branches import conversation_messages, last_active
 from .common import (
     DELTA_RETENTION_MS,
     assistant_message,
@@ -85,15 +88,20 @@ def start_turn(unit: Unit, user_id: str, turn: TurnStart) -> TurnStarted:
         raise ActiveRunExists(turn.conversation_id, conversation.active_run_id)
     if unit.run(user_id, turn.run_id) is not None:
         raise Conflict(f"run {turn.run_id} already exists")
+    leaving, parent = _branch(unit, turn, existing)
     seq = conversation.last_message_seq
     user_message = None
     if turn.user_message is not None:
         seq += 1
-        user_message = message_record(user_id, turn.conversation_id, turn.user_message, seq=seq, now=turn.now)
+        user_message = message_record(
+            user_id, turn.conversation_id, turn.user_message, seq=seq, now=turn.now, parent_id=parent
+        )
     ids = [turn.assistant_message_id] + ([user_message.message_id] if user_message else [])
     if len(set(ids)) != len(ids) or any(unit.message_id_taken(user_id, turn.conversation_id, i) for i in ids):
         raise Conflict("a message id of this turn is already used in this conversation")
-    assistant = assistant_placeholder(user_id, turn, seq=seq + 1, parent=user_message)
+    assistant = assistant_placeholder(
+        user_id, turn, seq=seq + 1, parent_id=user_message.message_id if user_message else parent
+    )
     run = RunRecord(
         user_id=user_id,
         run_id=turn.run_id,
@@ -127,18 +135,37 @@ def start_turn(unit: Unit, user_id: str, turn: TurnStart) -> TurnStarted:
         updated_at=turn.now,
     )
     unit.put(conversation, new=existing is None)
-    for superseded in turn.supersede_seqs:
-        message = unit.message(user_id, turn.conversation_id, superseded)
-        if message is None:
-            raise NotFound(f"message {superseded} of conversation {turn.conversation_id} not found")
-        if message.status not in TERMINAL["message"]:
-            raise Conflict(f"message {message.message_id} is {message.status}; only a finished one is replaced")
+    for message in leaving:
         unit.put(update(message, superseded_by=turn.run_id))
     if user_message is not None:
         unit.put(user_message, new=True)
     unit.put(assistant, new=True)
     unit.put(run, new=True)
     return TurnStarted(conversation, run, user_message, assistant)
+
+
+def _branch(
+    unit: Unit, turn: TurnStart, conversation: ConversationRecord | None
+) -> tuple[list[MessageRecord], str | None]:
+    """The messages the turn takes off the active branch, and the message its first new message follows.
+
+    A turn without `branch` follows the active branch's last message; one with it follows
+    `branch.after`, which must be on the active branch (`Conflict`: a switch or another branch got
+    there first), and the finished messages after it leave the branch (`store.branches`).
+    """
+    if conversation is None:
+        return [], None
+    if turn.branch is None:
+        last = last_active(unit, conversation)
+        return [], last.message_id if last is not None else None
+    try:
+        leaving = branch_leaving(conversation_messages(unit, conversation), turn.branch.after)
+    except ValueError as error:
+        raise Conflict(str(error)) from None
+    for message in leaving:
+        if message.status not in TERMINAL["message"]:
+            raise Conflict(f"message {message.message_id} is {message.status}; only a finished one is replaced")
+    return leaving, turn.branch.after
 
 
 # -- runs ---------------------------------------------------------------------------------------------
