@@ -52,8 +52,18 @@ export interface WaitingMessage {
   queuedAt: number;
 }
 
+/** A branching point of the active branch: the alternatives that follow `parentId`, oldest first. */
+export interface BranchPoint {
+  parentId: string | null;
+  siblingIds: string[];
+  /** The sibling shown (on the active branch). */
+  activeId: string;
+}
+
 export interface ConversationDetail extends ConversationSummary {
+  /** The messages of the active branch. */
   messages: StoredMessage[];
+  branches?: BranchPoint[];
   /** The messages waiting behind (or steering) the active run, in order. */
   waiting?: WaitingMessage[];
 }
@@ -77,6 +87,17 @@ export async function sendWhileWorking(chatId: string, text: string, policy: New
   });
   if (!response.ok) throw new HttpError(response.status, errorMessage(await response.text()));
   controller.abort(); // the message is stored before the stream starts; this tab follows the run its own way
+}
+
+/** Make the branch through `messageId` the active one; the conversation as it is then. */
+export async function switchBranch(chatId: string, messageId: string): Promise<ConversationDetail> {
+  const response = await apiFetch(apiUrl(`/api/conversations/${encodeURIComponent(chatId)}/branch`), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ messageId }),
+  });
+  if (!response.ok) throw new HttpError(response.status, errorMessage(await response.text()));
+  return (await response.json()) as ConversationDetail;
 }
 
 /** Cancel a queued message before its run starts (404: it has started, or was cancelled). */

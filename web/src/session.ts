@@ -15,7 +15,7 @@ import {
   lastAssistantMessageIsCompleteWithToolCalls,
   type UIMessage,
 } from 'ai';
-import { errorMessage, getConversation, toUIMessages } from './api';
+import { errorMessage, getConversation, switchBranch, toUIMessages, type BranchPoint, type ConversationDetail } from './api';
 import { ApprovalBook, decide, decisionsTakenBack, type ApprovalOverlay } from './approvals';
 import { apiUrl, authHeaders } from './http';
 import { ConnectionState, type Connection } from './connection';
@@ -33,6 +33,8 @@ export interface SessionHooks {
 export class ChatSession {
   readonly chat: Chat<UIMessage>;
   readonly approvals = new ApprovalBook(() => this.changed());
+  /** The branching points of the shown branch, as last loaded (an edit or a regeneration made each). */
+  branches: BranchPoint[] = [];
   /** The stored status of each message (`waiting`, `aborted`, `interrupted` …), as last loaded. */
   storedStatus = new Map<string, string>();
   /** The connection's state and its scheduled attempts. */
@@ -213,14 +215,31 @@ export class ChatSession {
     try {
       const detail = await getConversation(this.id);
       if (!detail || this.busy()) return;
-      this.storedStatus = new Map(detail.messages.map(m => [m.id, m.status]));
-      this.approvals.noteStored(detail);
-      this.chat.messages = toUIMessages(detail.messages);
-      if (this.chat.status === 'error' && this.link.state === 'ok' && detail.activeRunId === null) this.chat.clearError();
-      this.changed();
+      this.show(detail);
     } catch (error) {
       logUiError('refresh', error, this.context());
     }
+  }
+
+  /** Show another branch (‹ n/m ›): the one through `messageId`, as the server answers it. */
+  async switchBranch(messageId: string): Promise<void> {
+    if (this.busy()) return;
+    try {
+      this.show(await switchBranch(this.id, messageId));
+    } catch (error) {
+      logUiError('network', error, this.context({ messageId }));
+      this.notice = `Could not switch branches: ${String(error)}`;
+      this.changed();
+    }
+  }
+
+  private show(detail: ConversationDetail): void {
+    this.storedStatus = new Map(detail.messages.map(m => [m.id, m.status]));
+    this.branches = detail.branches ?? [];
+    this.approvals.noteStored(detail);
+    this.chat.messages = toUIMessages(detail.messages);
+    if (this.chat.status === 'error' && this.link.state === 'ok' && detail.activeRunId === null) this.chat.clearError();
+    this.changed();
   }
 
   private handleError(error: Error): void {

@@ -21,6 +21,7 @@ import type { ChatSession, SessionHooks } from '../session';
 import { existingSession, openSession } from '../sessions';
 import { logUiError } from '../telemetry';
 import { AgentPicker } from './AgentPicker';
+import { BranchNav } from './BranchNav';
 import { ErrorBoundary } from './ErrorBoundary';
 import { Icon } from './Icon';
 import { AssistantMessage, UserMessage } from './Message';
@@ -56,6 +57,7 @@ export function ChatLoader({
         const opened = openSession(id, detail ? toUIMessages(detail.messages) : [], hooks);
         if (detail) opened.storedStatus = new Map(detail.messages.map(m => [m.id, m.status]));
         if (detail) opened.noteStored(detail);
+        if (detail) opened.branches = detail.branches ?? [];
         setSession(opened);
       })
       .catch((error: unknown) => {
@@ -247,9 +249,18 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
     }
   };
 
+  const idle = !busy && !working && !waiting;
+  const branchAt = (messageId: string) => session.branches.find(p => p.activeId === messageId);
+  const onEdit = async (messageId: string, text: string) => {
+    session.notice = undefined;
+    nearBottom.current = true;
+    await sendMessage({ text, messageId }); // the AI SDK's edit: the server starts a branch
+    await session.reload(); // the server's ids for the edit, and its branching points
+  };
+
   const onRegenerate = () => {
     session.notice = undefined;
-    void regenerate();
+    void regenerate().then(() => session.reload()); // the old answer stays, on another branch
   };
 
   return (
@@ -271,8 +282,9 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
         )}
         {messages.map((message, index) => (
           <ErrorBoundary key={message.id} context={() => session.context({ messageId: message.id })} label="This message">
+            {branchAt(message.id) && <BranchNav point={branchAt(message.id)!} disabled={!idle} onSwitch={id => void session.switchBranch(id)} />}
             {message.role === 'user' ? (
-              <UserMessage message={message} />
+              <UserMessage message={message} onEdit={idle ? text => void onEdit(message.id, text) : undefined} />
             ) : (
               <AssistantMessage
                 message={message}

@@ -5,6 +5,7 @@ import type { UIMessage } from 'ai';
 import { useEffect, useState, type ReactNode } from 'react';
 import { artifactsOf, layoutOf, metadataOf, toolCallOf, traceFacts, type MessageContext, type ToolCall } from '../model';
 import type { ChatSession } from '../session';
+import { NOT_UNDONE } from './BranchNav';
 import { ErrorBoundary } from './ErrorBoundary';
 import { ExecutionTrace, decisionsOf } from './ExecutionTrace';
 import { PreviewLink } from './FilePreview';
@@ -174,7 +175,34 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
   );
 }
 
-export function UserMessage({ message }: { message: UIMessage }) {
+/** A user message; `onEdit` (when the chat is idle) offers the pencil: the edit starts a new branch. */
+export function UserMessage({ message, onEdit }: { message: UIMessage; onEdit?: (text: string) => void }) {
+  const [editing, setEditing] = useState<string>();
+  const text = message.parts.map(p => (p.type === 'text' ? p.text : '')).join('');
+  if (editing !== undefined && onEdit) {
+    return (
+      <article className="message user editing" data-testid="user-message" data-message-id={message.id}>
+        <textarea className="edit-text" data-testid="edit-text" value={editing} onChange={e => setEditing(e.target.value)} rows={3} />
+        <p className="muted small">Sending starts a new branch; the current one stays (‹ › switches). {NOT_UNDONE}</p>
+        <div className="edit-actions">
+          <button type="button" className="link" data-testid="edit-cancel" onClick={() => setEditing(undefined)}>
+            Cancel
+          </button>
+          <button
+            type="button"
+            data-testid="edit-send"
+            disabled={editing.trim() === ''}
+            onClick={() => {
+              setEditing(undefined);
+              onEdit(editing.trim());
+            }}
+          >
+            Send
+          </button>
+        </div>
+      </article>
+    );
+  }
   return (
     <article className="message user" data-testid="user-message" data-message-id={message.id}>
       {message.parts.map((part, i) =>
@@ -191,6 +219,11 @@ export function UserMessage({ message }: { message: UIMessage }) {
           // the diagnosable fallback, never nothing.
           <ProcessPartFallback key={i} part={part} />
         ),
+      )}
+      {onEdit && (
+        <button type="button" className="link edit-button" data-testid="edit-message" aria-label="Edit" title="Edit (starts a new branch)" onClick={() => setEditing(text)}>
+          Edit
+        </button>
       )}
     </article>
   );
