@@ -222,7 +222,7 @@ export function UserMessage({ message, onEdit }: { message: UIMessage; onEdit?: 
       )}
       {onEdit && (
         <button type="button" className="link edit-button" data-testid="edit-message" aria-label="Edit" title="Edit (starts a new branch)" onClick={() => setEditing(text)}>
-          Edit
+          <Icon name="pencil" />
         </button>
       )}
     </article>
