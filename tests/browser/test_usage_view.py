@@ -43,3 +43,19 @@ def test_the_usage_view_shows_what_an_answer_cost(priced_ui: Ui) -> None:
     expect(today.get_by_test_id("usage-agent")).to_contain_text("$0.03 · 120 tokens")
     expect(ui.page.get_by_test_id("usage-this-month")).to_contain_text("$0.03 · 120 tokens")
     assert_clean_console(ui)
+
+
+def test_a_server_out_of_reach_is_logged_as_a_network_error_by_every_view(priced_ui: Ui) -> None:
+    """Each background read (the sidebar's list, the usage view, the agents) logs an unreachable server
+    the same way, so a restart reads as one kind of error: `network`, with the view in `during`."""
+    ui = priced_ui
+    ui.open()
+    expect(ui.page.get_by_test_id("usage-today")).to_contain_text("0 tokens")
+    ui.page.route("**/api/**", lambda route: route.abort("connectionrefused"))
+    # the usage view's failed read, whichever kind it is logged as
+    with ui.page.expect_console_message(lambda m: "usage" in m.text and "[stepline-ui]" in m.text):
+        ui.page.reload()  # every view reads again, each request refused before it reaches the server
+    expect(ui.page.get_by_text("the server cannot be reached")).to_be_visible()
+    logged = ui.console.matching(r"\[stepline-ui\]")
+    assert any('"during":"usage"' in line for line in logged), logged
+    assert all("[stepline-ui] network error" in line for line in logged), logged

@@ -36,14 +36,33 @@ function withToken(init: RequestInit | undefined, token: string | undefined): Re
   return { ...init, headers };
 }
 
+/**
+ * What an API request rejects with when no response came (the server down or restarting, the
+ * connection cut): still the TypeError `fetch` gives, so code that tells a network failure by
+ * `instanceof TypeError` (the AI SDK's among it) reads it the same, but known for what it is.
+ */
+export class Unreachable extends TypeError {
+  override readonly name = 'TypeError';
+  readonly unreachable = true;
+}
+
+async function send(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+  try {
+    return await fetch(input, init);
+  } catch (error) {
+    if (error instanceof TypeError && !(error instanceof Unreachable)) throw new Unreachable(error.message, { cause: error });
+    throw error;
+  }
+}
+
 /** `fetch` for the API: the token on it, a 401 renewed once, else a new sign-in. */
 export async function apiFetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
-  if (!authEnabled()) return fetch(input, init);
-  const response = await fetch(input, withToken(init, await bearer()));
+  if (!authEnabled()) return send(input, init);
+  const response = await send(input, withToken(init, await bearer()));
   if (response.status !== 401) return response;
   const user = await renewed();
   if (user?.id_token) {
-    const again = await fetch(input, withToken(init, user.id_token));
+    const again = await send(input, withToken(init, user.id_token));
     if (again.status !== 401) return again;
   }
   await signIn();
