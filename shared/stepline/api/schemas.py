@@ -98,7 +98,7 @@ class ApprovalView(_Body):
     expired_reason: str | None = None
     """Why an expired approval expired: `timeout`, or its run's stop reason (`new_user_message`)."""
     budget_limit: str | None = None
-    """A budget request's limit (`user_day_usd`); absent for a tool call's approval."""
+    """A budget request's limit (`user_day_usd`); null for a tool call's approval."""
 
 
 def approval_view(record: ApprovalRecord) -> ApprovalView:
