@@ -150,6 +150,7 @@ def test_neither_the_link_nor_its_answer_shows_the_tool_input(server: Running) -
         "expiresAt",
         "decidedBy",
         "expiredReason",
+        "budgetLimit",
     }
     for value in json.loads(json.dumps(approval.input)).values():
         assert str(value) not in token and str(value) not in answer.text

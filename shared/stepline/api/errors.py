@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from ..errors import InvalidUIMessageError
+from ..runtime.budget_wait import BudgetDecisionForbidden
 from ..store.errors import Conflict, Gone, NotFound
 
 __all__ = ["ApiError", "error_body", "error_response", "install_error_handlers"]
@@ -76,5 +77,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Gone, _by_status(410))
     app.add_exception_handler(Conflict, _by_status(409))  # DecisionConflict, ActiveRunExists, TerminalState
     app.add_exception_handler(InvalidUIMessageError, _by_status(400))
+    app.add_exception_handler(BudgetDecisionForbidden, _by_status(403))
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(HTTPException, _http_error)  # 401 from identity, 400/413 from `bodies`

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
+from ..runtime.budget_wait import is_admin
 from ..runtime.child_results import is_child_conversation, shown_status
 from ..runtime.ending import abort_run
 from ..runtime.inbox import start_after
@@ -17,15 +18,16 @@ from ..store.workspace import workspace_prefix
 from .bodies import CheckedRoute
 from .deps import Options, ServicesDep, User
 from .errors import ApiError
+from .identity import request_claims
 from .schemas import (
     AbortResult,
-    ApprovalDecisionBody,
     ApprovalView,
     BranchSwitchBody,
     ConversationDetail,
     ConversationList,
     Health,
     Id,
+    WebhookDecisionBody,
     approval_view,
     conversation_detail,
     conversation_summary,
@@ -42,9 +44,22 @@ def health(services: ServicesDep) -> Health:
 
 
 @router.post("/api/approvals/{approval_id}", tags=["approvals"])
-def decide_approval(approval_id: Id, body: ApprovalDecisionBody, user_id: User, services: ServicesDep) -> ApprovalView:
-    """The approval webhook: decided once; the same decision again returns the same body."""
-    approval = decide(services, user_id, approval_id, approved=body.approved, reason=body.reason)
+def decide_approval(
+    approval_id: Id, body: WebhookDecisionBody, user_id: User, request: Request, services: ServicesDep
+) -> ApprovalView:
+    """The approval webhook: decided once; the same decision again returns the same body.
+
+    A budget request of a user or tenant limit needs an admin (403 otherwise); an admin may decide
+    another user's budget request by naming its `userId` (for anyone else, or a tool approval: 404).
+    """
+    admin = is_admin(request_claims(request.app.state.identity, request, user_id), services.admin_claim)
+    owner = body.user_id or user_id
+    if owner != user_id and (not admin or services.store.get_approval(owner, approval_id).budget_limit is None):
+        raise NotFound(approval_id)
+    decided_by = user_id if owner != user_id else None
+    approval = decide(
+        services, owner, approval_id, approved=body.approved, reason=body.reason, decided_by=decided_by, admin=admin
+    )
     return approval_view(approval)
 
 

@@ -11,7 +11,7 @@ import uuid
 from typing import Annotated, Any, Literal, cast
 
 from anyio import to_thread
-from fastapi import APIRouter, Header, Request
+from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import JSONResponse
 from pydantic import Field, JsonValue
 
@@ -29,6 +29,7 @@ from .bodies import CheckedRoute
 from .deps import Options, ServicesDep, User
 from .errors import ApiError
 from .identity import request_claims
+from .rate_limits import rate_limited
 from .schemas import Id, StoredMessage, _Body  # pyright: ignore[reportPrivateUsage]
 
 __all__ = ["RunRequestBody", "RunView", "router", "user_message"]
@@ -111,7 +112,7 @@ def user_message(value: str | dict[str, JsonValue]) -> dict[str, Any]:
     return message_to_wire(message)
 
 
-@router.post("/api/runs", tags=["runs"], status_code=202)
+@router.post("/api/runs", tags=["runs"], status_code=202, dependencies=[Depends(rate_limited)])
 async def start_run(
     body: RunRequestBody,
     request: Request,

@@ -25,6 +25,7 @@ __all__ = [
     "Health",
     "Id",
     "WaitingMessage",
+    "WebhookDecisionBody",
     "approval_view",
     "conversation_detail",
     "conversation_summary",
@@ -76,6 +77,13 @@ class ApprovalDecisionBody(_Body):
     reason: str | None = Field(default=None, max_length=2000)
 
 
+class WebhookDecisionBody(ApprovalDecisionBody):
+    """The webhook's body: an admin may name the user whose budget request it decides."""
+
+    user_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._:@+=-]{1,200}$")
+    """The run's user (an admin deciding another user's budget request); default: the caller."""
+
+
 class ApprovalView(_Body):
     """An approval as the webhook answers it."""
 
@@ -92,6 +100,8 @@ class ApprovalView(_Body):
     """The deciding user's id, or `link` (a signed approval link); null while undecided."""
     expired_reason: str | None = None
     """Why an expired approval expired: `timeout`, or its run's stop reason (`new_user_message`)."""
+    budget_limit: str | None = None
+    """A budget request's limit (`user_day_usd`); null for a tool call's approval."""
 
 
 def approval_view(record: ApprovalRecord) -> ApprovalView:

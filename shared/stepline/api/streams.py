@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Literal
 
 from anyio import to_thread
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from ..protocol.request import parse_chat_request
@@ -22,6 +22,7 @@ from .errors import ApiError
 from .identity import request_claims
 from .oneshot import CompletionRequest, ObjectRequest, completion_sse, completion_text, object_text
 from .queued import cancelled_frames, queued_run_started
+from .rate_limits import rate_limited
 from .schemas import Id
 from .tail import TailOptions, follow_run
 from .turns import Caller, ChatStream, latest_run_id, open_chat
@@ -104,6 +105,7 @@ async def _guarded(frames: AsyncIterator[str]) -> AsyncIterator[str]:
 @router.post(
     "/api/chat",
     tags=["chat"],
+    dependencies=[Depends(rate_limited)],
     response_class=StreamingResponse,
     openapi_extra={
         "requestBody": {

@@ -93,6 +93,7 @@ class Settings(BaseModel):
     limits: str = Field(alias="STEPLINE_LIMITS", default="")
     """The deployment's limits, a JSON object (`stepline.loop.limits`); empty: none."""
     tenant_claim: str = Field(alias="STEPLINE_TENANT_CLAIM", default="")
+    admin_claim: str = Field(alias="STEPLINE_ADMIN_CLAIM", default="")
     """The function runs with Lambda SnapStart: prime its imports before the snapshot (`stepline.aws.snapstart`)."""
 
     @classmethod
@@ -135,6 +136,7 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
                 "STEPLINE_PRICES": settings.prices,
                 "STEPLINE_LIMITS": settings.limits,
                 "STEPLINE_TENANT_CLAIM": settings.tenant_claim,
+                "STEPLINE_ADMIN_CLAIM": settings.admin_claim,
             }
         )
     except StepLineError as error:
@@ -187,6 +189,7 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
         prices=budget.prices,
         limits=budget.limits,
         tenant_claim=budget.tenant_claim,
+        admin_claim=budget.admin_claim,
         telemetry=_telemetry(settings),
         inspect=settings.inspect,
         stream_push=_stream_push(settings),

@@ -212,6 +212,7 @@ def dev_server(
             prices=config.budget.prices,
             limits=config.budget.limits,
             tenant_claim=config.budget.tenant_claim,
+            admin_claim=config.budget.admin_claim,
             client="stepline-dev",
             # Approval links work locally too, with a key of this process (links end with it).
             approval_links=ApprovalLinks(secrets.token_bytes(32)),

@@ -191,6 +191,9 @@ class LoopConfig:
     """Spending limits, checked before every model call (`stepline.loop.budget`)."""
     budget_gate: BudgetGate | None = None
     """The user's and tenant's budgets (the runtime installs one over the store's counters)."""
+    budget_requests: bool = False
+    """At a limit, pause on a budget request a person decides (`stepline.loop.budget_request`)
+    instead of failing; the durable runtime sets it (in process the run ends `budget_exceeded`)."""
     inspect: bool = False
     """Each step keeps its request as sent and its timings for the run inspector (`StepOutcome.inspection`)."""
     agent_name: str | None = None

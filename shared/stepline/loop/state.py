@@ -33,6 +33,7 @@ __all__ = [
     "LoopState",
     "OutcomeKind",
     "PendingApproval",
+    "PendingBudget",
     "StepOutcome",
     "StepRecord",
     "ToolCallRecord",
@@ -151,6 +152,20 @@ class PendingApproval(WireModel):
     requested_at: int
 
 
+class PendingBudget(WireModel):
+    """A model call a limit held back, waiting for a person to raise the limit for this run or deny."""
+
+    approval_id: str
+    limit: str
+    """The limit's name (`stepline.loop.limits.LimitName`, such as `user_day_usd`)."""
+    value: float
+    spent: float
+    needed: float
+    message: str
+    """The sentence the budget request shows ("this answer needs about $0.40 more than …")."""
+    requested_at: int
+
+
 class LoopState(WireModel):
     """The checkpoint between steps."""
 
@@ -165,6 +180,10 @@ class LoopState(WireModel):
     steps: list[StepRecord] = Field(default_factory=list[StepRecord])
     pending_approvals: list[PendingApproval] = Field(default_factory=list[PendingApproval])
     pending_client_calls: list[ToolCallRecord] = Field(default_factory=list[ToolCallRecord])
+    pending_budget: PendingBudget | None = None
+    """The budget request the run waits on (`stepline.loop.budget_request`)."""
+    raised_limits: dict[str, float] = Field(default_factory=dict[str, float])
+    """Limits a person raised for this run (by name), over the agent's and deployment's."""
     usage: UsageTotals = Field(default_factory=UsageTotals)
     retries: list[RetryRecord] = Field(default_factory=list[RetryRecord])
     segment_start: int = 0

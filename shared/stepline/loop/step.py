@@ -21,7 +21,8 @@ from ..protocol import stream_parts as sp
 from ..protocol.model_messages import ModelFilePart, ModelMessage, UserModelMessage
 from . import telemetry
 from .approval import resolve_approval, sign_approval
-from .budget import BudgetStop, admit_call, over_budget
+from .budget import BudgetStop, admit_call
+from .budget_request import effective_limits, held_back
 from .call_parts import Emit, ModelCallResult
 from .callbacks import StepEndEvent, StepStartEvent, notify
 from .config import LoopConfig, PrepareStepResult
@@ -261,9 +262,10 @@ async def _run_step(config: LoopConfig, state: LoopState, *, emit: Emit) -> Step
     try:
         _check_files(model, messages)
         options = _call_options(step_config, messages)
-        admission = admit_call(step_config.limits, step_config.budget_gate, step_config.prices, state, model, options)
+        limits = effective_limits(step_config.limits, state)
+        admission = admit_call(limits, step_config.budget_gate, step_config.prices, state, model, options)
         if isinstance(admission, BudgetStop):
-            return over_budget(state, admission)
+            return await held_back(config, state, admission, emit=emit)
         try:
             result = await run_model_call(
                 step_config,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..agent.delegation import agent_tools_of
 from ..loop.state import LoopState
 from ..store.records import RunRecord
+from .budget_wait import pending_ids
 from .notifications import announce, approval_requested, question_asked, run_ended
 from .services import Services
 
@@ -17,8 +18,8 @@ __all__ = ["announce_approvals", "announce_end", "announce_question"]
 
 def announce_approvals(services: Services, run: RunRecord, state: LoopState) -> None:
     """One `Approval Requested` per pending approval of `state` that is still requested."""
-    for pending in state.pending_approvals:
-        approval = services.store.get_approval(run.user_id, pending.approval_id)
+    for approval_id in pending_ids(state):
+        approval = services.store.get_approval(run.user_id, approval_id)
         if approval.run_id == run.run_id and approval.status == "requested":
             keyed = approval_requested(run, approval, services.approval_links)
             announce(services.store, services.notifier, run, keyed)

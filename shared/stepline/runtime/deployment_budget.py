@@ -6,6 +6,9 @@
 - `STEPLINE_LIMITS`: a JSON object of `Limits` (`{"user_day_usd": 5, "run_tool_calls": 50}`), the
   deployment's limits; an agent's own `limits` take precedence setting by setting.
 - `STEPLINE_TENANT_CLAIM`: the identity claim naming a caller's tenant (unset: one tenant).
+- `STEPLINE_ADMIN_CLAIM`: the claim that makes a caller an admin, who may approve budget requests
+  of user and tenant limits: `claim` (its value `true`) or `claim=value` (the value, or one of a
+  list's, such as `cognito:groups=budget-admins`); unset: only signed approval links can.
 
 A missing file, a malformed entry or limit raises a `StepLineError` naming the variable and the
 setting: `stepline dev` and every Lambda read these when they start.
@@ -22,11 +25,19 @@ from ..loop.price_list import DEFAULT_PRICES
 from ..loop.prices import PriceTable
 from ..protocol._json import loads_strict
 
-__all__ = ["LIMITS_VARIABLE", "PRICES_VARIABLE", "TENANT_VARIABLE", "DeploymentBudget", "budget_from_env"]
+__all__ = [
+    "ADMIN_VARIABLE",
+    "LIMITS_VARIABLE",
+    "PRICES_VARIABLE",
+    "TENANT_VARIABLE",
+    "DeploymentBudget",
+    "budget_from_env",
+]
 
 PRICES_VARIABLE = "STEPLINE_PRICES"
 LIMITS_VARIABLE = "STEPLINE_LIMITS"
 TENANT_VARIABLE = "STEPLINE_TENANT_CLAIM"
+ADMIN_VARIABLE = "STEPLINE_ADMIN_CLAIM"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +47,7 @@ class DeploymentBudget:
     prices: PriceTable = DEFAULT_PRICES
     limits: Limits | None = None
     tenant_claim: str | None = None
+    admin_claim: str | None = None
 
 
 def budget_from_env(env: Mapping[str, str]) -> DeploymentBudget:
@@ -50,4 +62,5 @@ def budget_from_env(env: Mapping[str, str]) -> DeploymentBudget:
         except ValueError as error:
             raise LimitsError(f"{LIMITS_VARIABLE}: not JSON ({error})") from None
         limits = Limits.parse(raw, source=LIMITS_VARIABLE)
-    return DeploymentBudget(prices, limits, env.get(TENANT_VARIABLE, "").strip() or None)
+    tenant, admin = (env.get(name, "").strip() or None for name in (TENANT_VARIABLE, ADMIN_VARIABLE))
+    return DeploymentBudget(prices, limits, tenant, admin)

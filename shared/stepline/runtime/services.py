@@ -115,6 +115,8 @@ class Services:
     """The deployment's limits (`STEPLINE_LIMITS`); an agent's own take precedence, setting by setting."""
     tenant_claim: str | None = None
     """The identity claim naming a caller's tenant (`STEPLINE_TENANT_CLAIM`); None: one tenant."""
+    admin_claim: str | None = None
+    """The claim of an admin, who may approve user and tenant budget requests (`STEPLINE_ADMIN_CLAIM`)."""
     inspect: bool = True
     """Step records keep each model request as sent and its timings, for the run inspector."""
     clock: Callable[[], int] = field(default=_now_ms)
@@ -192,6 +194,7 @@ class Services:
             prices=self.prices,
             limits=self.limits,
             budget_gate=gate,
+            budget_requests=True,
             clock=self.clock,
             **overrides,
         )

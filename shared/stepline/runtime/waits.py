@@ -23,6 +23,7 @@ from ..store.records import (
     ToolCallRecord,
 )
 from .announce import announce_approvals, announce_question
+from .budget_wait import check_decider, pending_ids
 from .services import Services
 from .traces import request_span
 
@@ -52,9 +53,9 @@ def run_state(services: Services, user_id: str, run_id: str) -> LoopState:
 def run_approvals(services: Services, user_id: str, run_id: str, state: LoopState) -> list[ApprovalRecord]:
     """The stored approvals of the state's pending calls (one not recorded yet is left out)."""
     found: list[ApprovalRecord] = []
-    for pending in state.pending_approvals:
+    for approval_id in pending_ids(state):
         with contextlib.suppress(NotFound):  # any other store error propagates: never read as "absent"
-            found.append(services.store.get_approval(user_id, pending.approval_id))
+            found.append(services.store.get_approval(user_id, approval_id))
     return [a for a in found if a.run_id == run_id]
 
 
@@ -152,14 +153,17 @@ def decide(
     approved: bool,
     reason: str | None,
     decided_by: str | None = None,
+    admin: bool = False,
 ) -> ApprovalRecord:
     """The approval webhook's core: decide once (compare-and-set), then resume the workflow.
 
-    Raises the store's `NotFound` (404), `Gone` (410) and `DecisionConflict` (409). Deciding the same
-    way again returns the stored approval. `decided_by` is recorded on it: the user (the default), or
-    `link` for a signed approval link.
+    Raises the store's `NotFound` (404), `Gone` (410) and `DecisionConflict` (409), and
+    `BudgetDecisionForbidden` (403) for a user or tenant budget request decided by neither an
+    admin nor a link. Deciding the same way again returns the stored approval. `decided_by` is
+    recorded on it: the user (the default), or `link` for a signed approval link.
     """
     store = services.store
+    check_decider(store.get_approval(user_id, approval_id), admin=admin, by_link=decided_by == "link")
     run = _traced_run(services, user_id, approval_id)
     attributes = {
         "stepline.approval.id": approval_id,

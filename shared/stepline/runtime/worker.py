@@ -22,12 +22,8 @@ from pydantic import JsonValue
 
 from ..loop.approval import ApprovalDecision
 from ..loop.config import AbortSignal
-from ..loop.resume import resume_with_client_outputs, resume_with_decisions
 from ..loop.state import LoopState, StepOutcome
 from ..loop.step import run_step
-from ..protocol.chunks import (
-    ToolApprovalResponseChunk,
-)
 from ..store.errors import Conflict
 from ..store.records import (
     TERMINAL,
@@ -39,11 +35,13 @@ from ..store.records import (
 from . import inbox, inspection
 from . import retries as retry_log
 from .announce import announce_approvals, announce_question
+from .budget_wait import pending_ids, request_budget_approval
 from .child_results import missing_child_agent
 from .child_stream import mirror_progress
 from .compaction import compaction_step, offloaded
 from .ending import fail_run
 from .recorder import RunRecorder
+from .resume_step import resume_waited
 from .safe_point import ToolsStarted
 from .services import Services
 from .stream_push import notifier, notify
@@ -129,17 +127,16 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
     watcher = asyncio.create_task(_watch_abort(services, user_id, run_id, abort))
     timer = asyncio.create_task(_flush_on_time(recorder, delta_window_of(services, run)))
     try:
-        if decisions:
-            recorder.write([_response_chunk(d) for d in decisions])
-            state = await resume_with_decisions(config, state, decisions, emit=recorder.emit)
-        if outputs:
-            state = await resume_with_client_outputs(config, state, outputs, emit=recorder.emit)
-        config, state = offloaded(services, agent, config, run, state)
-        compacted = await compaction_step(services, agent, config, run, state, recorder)
-        if isinstance(compacted, StepOutcome):
-            outcome = compacted  # the summarizer failed: the step fails (and is retried) as a model call does
+        resumed = await resume_waited(config, state, decisions, outputs, recorder)
+        if isinstance(resumed, StepOutcome):
+            outcome = resumed  # a budget request denied: the run ends with what it has
         else:
-            outcome = await _step_until_abort(config, compacted, recorder, abort, tools)
+            config, state = offloaded(services, agent, config, run, resumed)
+            compacted = await compaction_step(services, agent, config, run, state, recorder)
+            if isinstance(compacted, StepOutcome):
+                outcome = compacted  # the summarizer failed: the step fails (and is retried) as a model call does
+            else:
+                outcome = await _step_until_abort(config, compacted, recorder, abort, tools)
     finally:
         for task in (watcher, timer):
             task.cancel()
@@ -150,6 +147,11 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
         return _reply(run, "aborted")
     if outcome.kind == "failed":
         return _failed(services, run, outcome, recorder, retry_log.step_retries(attempts))
+    if outcome.state.pending_budget is not None:  # a limit held the call back: no step was made
+        request_budget_approval(services, run, outcome.state, recorder.snapshot())
+        announce_approvals(services, run, outcome.state)
+        notify(services.stream_push, run.user_id, run.run_id, recorder.last_seq)
+        return _reply(run, "await-approval")
     reply = _persist(services, run, outcome, recorder, approvals)
     return _reply(run, "aborted") if abort.aborted else reply  # interrupted after its tools: saved, then ended
 
@@ -175,18 +177,6 @@ def _failed(
     services.store.save_snapshot(run.user_id, run.run_id, recorder.snapshot(), now=services.clock())
     fail_run(services, run.user_id, run.run_id, outcome.error_text or "the step failed", code)
     return _reply(run, "failed", error={"code": code})
-
-
-def _response_chunk(decision: ApprovalDecision) -> ToolApprovalResponseChunk:
-    """The decision as the client's own `addToolApprovalResponse` records it on the part.
-
-    The SDK does not stream it on a continuation (the client already holds it); the stored message
-    and a client following the run from elsewhere (the resume stream, another tab) need it.
-    """
-    chunk = ToolApprovalResponseChunk(approval_id=decision.approval_id, approved=decision.approved)
-    if decision.reason is not None:  # set only when there is one: absent on the wire, never null
-        chunk.reason = decision.reason
-    return chunk
 
 
 async def _step_until_abort(
@@ -228,7 +218,7 @@ async def _watch_abort(services: Services, user_id: str, run_id: str, abort: Abo
 
 def _approvals_recorded(state: LoopState, approvals: list[ApprovalRecord]) -> bool:
     recorded = {a.approval_id for a in approvals}
-    return all(p.approval_id in recorded for p in state.pending_approvals)
+    return all(approval_id in recorded for approval_id in pending_ids(state))
 
 
 def _decisions(

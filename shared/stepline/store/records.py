@@ -282,6 +282,8 @@ class ApprovalRecord(_Record):
     expires_at: int | None = None
     expired_reason: str | None = None
     """Why an expired approval expired: its timeout, or the reason its run was ended (`new_user_message`)."""
+    budget_limit: str | None = None
+    """Stepline extension: a budget request's limit (`user_day_usd`); None for a tool call's approval."""
     checkpoint_seq: int = 0
 
 

@@ -24,6 +24,7 @@ from typing import Literal, Protocol
 
 __all__ = [
     "NANO",
+    "Scope",
     "added",
     "settlements",
     "Ceiling",

@@ -81,6 +81,7 @@ class Harness:
         store: The durable store (kept across turns and processes).
         blobs: Workspace files and artifacts.
         clock: Milliseconds since the epoch (a test may fix it).
+        admin: Decide as an admin may: also budget requests of user and tenant limits.
     """
 
     agent: AgentSource
@@ -90,6 +91,7 @@ class Harness:
     store: MemoryStore = field(default_factory=MemoryStore)
     blobs: MemoryBlobStore = field(default_factory=MemoryBlobStore)
     clock: Callable[[], int] | None = None
+    admin: bool = False
     orchestrator: RecordingOrchestrator = field(default_factory=RecordingOrchestrator, init=False)
     _ids: itertools.count[int] = field(default_factory=itertools.count, init=False)
     _seen_starts: int = field(default=0, init=False)
@@ -262,7 +264,9 @@ class Harness:
                 undecided = True
                 continue
             approved, reason = decision if isinstance(decision, tuple) else (decision, None)
-            waits.decide(self.services(), self.user_id, approval.approval_id, approved=approved, reason=reason)
+            waits.decide(
+                self.services(), self.user_id, approval.approval_id, approved=approved, reason=reason, admin=self.admin
+            )
         return undecided
 
     def _answer(self, run_id: str, answer: Answer) -> bool:

@@ -4,7 +4,7 @@ GIVEN one user's daily token budget and twelve runs started at once (each on its
 concurrent Lambdas are), each wanting two model calls, WHEN they race, THEN the user's spending
 never passes the budget (each call reserved its worst case before it was made, and a model that
 reports usage like a real tokenizer never uses more), every call the model received is counted,
-and the runs the budget could not serve end with the budget message, their completed work kept.
+and the runs the budget could not serve pause on a budget request saying so.
 """
 
 from __future__ import annotations
@@ -64,8 +64,9 @@ def test_racing_runs_never_spend_past_the_daily_budget() -> None:
     assert spent.calls == len(model.calls)  # every call that reached the model was counted
     assert spent.committed_tokens == spent.tokens  # and no reservation was left behind
     completed = [r for r in results if r.run.status == "completed"]
-    stopped = [r for r in results if r.run.status == "failed"]
-    assert len(completed) + len(stopped) == 12 and completed and stopped
-    for result in stopped:
-        assert (result.run.error or {}).get("code") == "budget_exceeded"
-        assert "more than your daily budget" in str((result.run.error or {}).get("message"))
+    paused = [r for r in results if r.run.status == "waiting_approval"]  # held back on a budget request
+    assert len(completed) + len(paused) == 12 and completed and paused
+    for result in paused:
+        [request] = result.pending_approvals
+        assert request.budget_limit == "user_day_tokens" and request.tool_name == "budget"
+        assert "more than your daily budget" in str(request.reason)

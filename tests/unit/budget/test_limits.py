@@ -67,40 +67,59 @@ def _run(agent: object, harness: BudgetHarness | None = None) -> TurnResult:
     return harness.turn("track my orders")
 
 
-def _ended_by_budget(result: TurnResult, *, calls: int, model: ScriptedModel, words: str) -> None:
+def _ended_by_budget(agent: Agent, *, calls: int, model: ScriptedModel, words: str) -> None:
+    """Held back at the limit on a budget request; denied, the run ends with its sentence."""
+    harness = BudgetHarness(agent, clock=lambda: NOW)
+    result = _run(agent, harness)
     assert len(model.calls) == calls, "a call beyond the limit reached the model"
-    assert result.run.status == "failed"
-    error = result.run.error or {}
+    assert result.run.status == "waiting_approval"
+    [request] = result.pending_approvals
+    assert request.tool_name == "budget" and words in str(request.reason)
+    [card] = [p for p in result.stored_message["parts"] if p.get("type") == "data-budget"]
+    assert card["id"] == request.approval_id and card["data"]["state"] == "requested"
+    assert words in card["data"]["message"]
+    ended = harness.resume(result.run_id, approve=(False, "not today"))
+    assert len(model.calls) == calls, "a denied budget request made the call anyway"
+    assert ended.run.status == "failed"
+    error = ended.run.error or {}
     assert error.get("code") == "budget_exceeded"
-    assert words in str(error.get("message"))
-    kept = [p for p in result.stored_message["parts"] if p.get("type") == "text"]
+    assert words in str(error.get("message")) and "denied (not today)" in str(error.get("message"))
+    kept = [p for p in ended.stored_message["parts"] if p.get("type") == "text"]
     assert [p["text"] for p in kept] == [f"step {n}" for n in range(calls)]  # the completed work stays
-    outputs = [p for p in result.stored_message["parts"] if p.get("state") == "output-available"]
+    outputs = [p for p in ended.stored_message["parts"] if p.get("state") == "output-available"]
     assert len(outputs) == calls
+    [card] = [p for p in ended.stored_message["parts"] if p.get("type") == "data-budget"]
+    assert card["data"]["state"] == "denied"
+
+
+def _request(result: TurnResult) -> str:
+    """The sentence of the budget request a run waits on."""
+    [request] = result.pending_approvals
+    assert request.tool_name == "budget"
+    return str(request.reason)
 
 
 def test_run_steps_stops_before_the_step_past_it() -> None:
     model = _looping_model()
-    _ended_by_budget(_run(_agent(model, run_steps=3)), calls=3, model=model, words="3 steps this run's limit allows")
+    _ended_by_budget(_agent(model, run_steps=3), calls=3, model=model, words="3 steps this run's limit allows")
 
 
 def test_run_tool_calls_stops_before_a_call_once_they_are_used() -> None:
     model = _looping_model()
-    _ended_by_budget(_run(_agent(model, run_tool_calls=2)), calls=2, model=model, words="2 tool calls")
+    _ended_by_budget(_agent(model, run_tool_calls=2), calls=2, model=model, words="2 tool calls")
 
 
 def test_run_tokens_stops_the_call_whose_worst_case_would_pass() -> None:
     # Each call uses 1,100 tokens; its worst case >= 1,000 (the previous input, over the prompt's bytes) + 200.
     # After 3 calls 3,300 are spent: a 4th needs >= 1,200 more, over 4,400; after 2 (2,200) it fits.
     model = _looping_model()
-    _ended_by_budget(_run(_agent(model, run_tokens=4400)), calls=3, model=model, words="more than this run's limit")
+    _ended_by_budget(_agent(model, run_tokens=4400), calls=3, model=model, words="more than this run's limit")
 
 
 def test_run_usd_stops_the_call_whose_worst_case_would_pass() -> None:
     # $1 per million tokens: each call $0.0011, the worst case of the next >= $0.0012.
     model = _looping_model()
-    result = _run(_agent(model, run_usd=0.0044))
-    _ended_by_budget(result, calls=3, model=model, words="more than this run's limit")
+    _ended_by_budget(_agent(model, run_usd=0.0044), calls=3, model=model, words="more than this run's limit")
 
 
 def test_a_usd_limit_over_an_unpriced_model_refuses_the_call() -> None:
@@ -126,8 +145,8 @@ def test_a_user_day_budget_spans_runs_and_stops_the_next_call() -> None:
     second = _looping_model(1)
     harness = BudgetHarness(_agent(second, user_day_tokens=2400), store=store, clock=lambda: NOW)
     result = _run(harness.agent, harness)
-    assert len(second.calls) == 0 and result.run.status == "failed"
-    assert "more than your daily budget" in str((result.run.error or {}).get("message"))
+    assert len(second.calls) == 0 and result.run.status == "waiting_approval"
+    assert "more than your daily budget" in _request(result)
     day, month = period_keys("user", "test-user", NOW)
     assert store.counters.read(day).tokens == 2200 == store.counters.read(month).tokens
     assert store.counters.read(day).committed_tokens == 2200  # the refused call reserved nothing
@@ -151,7 +170,7 @@ def test_the_tenant_comes_from_the_configured_claim() -> None:
     assert run_as("ann", "acme", _looping_model(1)).run.status == "completed"  # $0.0022 of acme's $0.0024
     blocked = _looping_model(1)
     result = run_as("bob", "acme", blocked)  # another user of the same tenant: the tenant's budget is spent
-    assert len(blocked.calls) == 0 and "your team's daily budget" in str((result.run.error or {}).get("message"))
+    assert len(blocked.calls) == 0 and "your team's daily budget" in _request(result)
     assert run_as("cy", "globex", _looping_model(1)).run.status == "completed"  # another tenant is untouched
     tenant_day, _ = period_keys("tenant", "acme", NOW)
     assert store.counters.read(tenant_day).tokens == 2200

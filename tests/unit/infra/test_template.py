@@ -231,6 +231,10 @@ def test_function_environment(translated: Template) -> None:
         "STEPLINE_APPROVAL_TIMEOUT_SECONDS": {"Ref": "ApprovalTimeoutSeconds"},
         "STEPLINE_EVENT_RETENTION_DAYS": {"Ref": "EventRetentionDays"},
         "LOG_LEVEL": {"Ref": "LogLevel"},
+        "STEPLINE_PRICES": {"Ref": "PricesFile"},
+        "STEPLINE_LIMITS": {"Ref": "Limits"},
+        "STEPLINE_TENANT_CLAIM": {"Ref": "TenantClaim"},
+        "STEPLINE_ADMIN_CLAIM": {"Ref": "AdminClaim"},
     }
     services = set()
     read = {field.alias for field in (Settings.model_fields | UnattendedSettings.model_fields).values()}

@@ -9,6 +9,7 @@ import { FileCard } from './FileCard';
 import { Icon } from './Icon';
 import { Markdown } from './Markdown';
 import type { PartContext } from './partContext';
+import { BudgetCard } from './BudgetCard';
 import { ProcessPartFallback } from './PartFallback';
 import { SourceList, unlisted, type SourcePart } from './SourceList';
 import { SteeringNote } from './SteeringNote';
@@ -63,6 +64,9 @@ export function renderTraceParts(parts: { part: Part; index: number }[], ctx: Pa
       out.push(wrap(key, <DedicatedToolBlock tool={tool} ctx={ctx} sources={sources} />, part));
     } else if (tool) {
       out.push(wrap(key, <ToolCallBlock tool={tool} ctx={ctx} />, part));
+    } else if (part.type === 'data-budget') {
+      const data = (part as unknown as { data: Parameters<typeof BudgetCard>[0]['data'] }).data;
+      out.push(wrap(key, <BudgetCard data={data} ctx={ctx} />, part));
     } else if (part.type === 'steering-message') {
       out.push(wrap(key, <SteeringNote part={part} />, part));
     } else if (part.type === 'reasoning') {

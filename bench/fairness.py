@@ -1,0 +1,143 @@
+"""Fairness on `stepline dev`: tenant B's time to first token, unloaded and while tenant A floods the server.
+
+    PYTHONPATH=shared .venv/bin/python bench/fairness.py [--flood 200] [--probes 20] [--memory]
+
+Black box: starts `python -m stepline.cli dev` as a subprocess (a data folder, SQLite; `--memory`:
+moto's memory) with two users, `tenant-a` and `tenant-b`, each its own tenant
+(`STEPLINE_TENANT_CLAIM=sub`), and a script book whose answer streams 30 text deltas 5 ms apart
+(the same text step as `bench/local_load.py`). Tenant B's **time to first token** is POST /api/chat to its
+first `text-delta` frame, measured for `--probes` chats one after the other:
+
+1. **unloaded**: nothing else runs;
+2. **loaded**: tenant A starts `--flood` chats at once (each streamed to its end by the client),
+   and B's probes start as soon as A's requests are sent, while A's runs work.
+
+Printed side by side: p50 / p95 / max of B's TTFT unloaded and loaded, the added p95, and A's
+completed runs and wall time. The client shares the machine's cores with the server. Figures only;
+no assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from stepline.protocol.sse import SseDecoder
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ttft import server  # the same subprocess start as the latency benchmark
+
+ROOT = Path(__file__).resolve().parents[1]
+TOKENS = {"token-a": "tenant-a", "token-b": "tenant-b"}
+
+
+def _text_step(deltas: int, pace_ms: float) -> dict[str, object]:
+    """One text answer of `deltas` deltas `pace_ms` apart (as `bench/local_load.py`'s)."""
+    finish = {"unified": "stop", "raw": "stop"}
+    usage = {"inputTokens": {"total": 10, "noCache": 10}, "outputTokens": {"total": 10}}
+    parts: list[dict[str, Any]] = [{"type": "stream-start", "warnings": []}, {"type": "text-start", "id": "t1"}]
+    parts += [{"type": "text-delta", "id": "t1", "delta": f"w{i} "} for i in range(deltas)]
+    parts += [{"type": "text-end", "id": "t1"}, {"type": "finish", "finishReason": finish, "usage": usage}]
+    return {"parts": parts, "delaysMs": [0, 0] + [pace_ms] * deltas + [0, 0]}
+
+
+def _book() -> dict[str, object]:
+    return {"description": "bench/fairness.py", "scripts": [], "fallback": {"steps": [_text_step(30, 5)]}}
+
+
+def _body(chat_id: str) -> dict[str, object]:
+    message = {"id": f"u-{chat_id}", "role": "user", "parts": [{"type": "text", "text": "hello"}]}
+    return {"id": chat_id, "messages": [message], "trigger": "submit-message"}
+
+
+async def _chat(http: httpx.AsyncClient, token: str, chat_id: str) -> float | None:
+    """One chat to its end; the seconds to its first text delta (None: it never streamed one)."""
+    started = time.perf_counter()
+    first: float | None = None
+    decoder = SseDecoder()
+    headers = {"authorization": f"Bearer {token}"}
+    async with http.stream("POST", "/api/chat", json=_body(chat_id), headers=headers) as response:
+        if response.status_code != 200:
+            return None
+        async for text in response.aiter_text():
+            for event in decoder.feed(text):
+                if first is None and '"text-delta"' in event.data:
+                    first = time.perf_counter() - started
+    return first
+
+
+async def _probes(http: httpx.AsyncClient, label: str, count: int) -> list[float]:
+    found: list[float] = []
+    for n in range(count):
+        seconds = await _chat(http, "token-b", f"b-{label}-{n}")
+        if seconds is not None:
+            found.append(seconds)
+    return found
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else float("nan")
+
+
+async def measure(url: str, flood: int, probes: int) -> list[str]:
+    limits = httpx.Limits(max_connections=flood + 20, max_keepalive_connections=flood + 20)
+    async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as http:
+        await _probes(http, "warm", 3)
+        unloaded = await _probes(http, "unloaded", probes)
+        started = time.perf_counter()
+        flood_tasks = [asyncio.create_task(_chat(http, "token-a", f"a-{n}")) for n in range(flood)]
+        await asyncio.sleep(0)  # A's requests are on their way before B's first probe
+        loaded = await _probes(http, "loaded", probes)
+        done = await asyncio.gather(*flood_tasks)
+        wall = time.perf_counter() - started
+    ms = 1000.0
+    rows = [
+        f"{'tenant B TTFT (ms)':<22}{'unloaded':>10}{'loaded':>10}",
+        *(
+            f"{name:<22}{_quantile(unloaded, q) * ms:>10.1f}{_quantile(loaded, q) * ms:>10.1f}"
+            for name, q in (("p50", 0.5), ("p95", 0.95), ("max", 1.0))
+        ),
+        f"added p95: {(_quantile(loaded, 0.95) - _quantile(unloaded, 0.95)) * ms:.1f} ms "
+        f"({len(unloaded)} / {len(loaded)} probes streamed)",
+        f"tenant A: {sum(1 for d in done if d is not None)} of {flood} runs streamed, {wall:.1f} s wall",
+    ]
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
+    parser.add_argument("--flood", type=int, default=200)
+    parser.add_argument("--probes", type=int, default=20)
+    parser.add_argument("--memory", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        book_path = Path(tmp) / "fairness-book.json"
+        book_path.write_text(json.dumps(_book()), encoding="utf-8")
+        (Path(tmp) / "no-web").mkdir()
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT / "shared"),
+            "STEPLINE_MODEL": f"scripted:{book_path}",
+            "STEPLINE_WEB_DIST": str(Path(tmp) / "no-web"),
+            "STEPLINE_DEV_TOKENS": ",".join(f"{t}:{u}" for t, u in TOKENS.items()),
+            "STEPLINE_TENANT_CLAIM": "sub",
+        }
+        data = ["--memory"] if args.memory else ["--data", str(Path(tmp) / "data")]
+        storage = "--memory (moto)" if args.memory else "a data folder (SQLite)"
+        print(f"Python {sys.version.split()[0]}; tenant A floods {args.flood} runs; {args.probes} probes; {storage}")
+        with server([sys.executable, "-m", "stepline.cli", "dev", *data], env) as url:
+            print("\n".join(asyncio.run(measure(url, args.flood, args.probes))), flush=True)
+
+
+if __name__ == "__main__":
+    main()
