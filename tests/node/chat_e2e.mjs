@@ -168,7 +168,8 @@ async function abortRun() {
   log.aborts.push(await post(`/api/runs/${runId}/abort`, {}));
 }
 
-const toolParts = () => chat.messages.flatMap(m => m.parts).filter(p => p.type.startsWith('tool-'));
+const toolParts = () =>
+  chat.messages.flatMap(m => m.parts).filter(p => p.type.startsWith('tool-') || p.type === 'dynamic-tool');
 
 function pendingApproval() {
   const part = toolParts().find(p => p.state === 'approval-requested');

@@ -9,7 +9,8 @@ is never written back, so a client cannot rewrite what the model saw.
   that run again instead of failing (a client retrying after a dropped connection).
 - **Continuation** (`submit-message` ending with the assistant message of a waiting run, what
   `addToolApprovalResponse` / `addToolOutput` with `sendAutomaticallyWhen` send): each
-  `approval-responded` part goes through the webhook's compare-and-set (`decide`), each output of
+  `approval-responded` part goes through the webhook's compare-and-set (`decide`) — also a
+  sub-agent's approval raised into the message (`runtime.child_approvals`), decided on its own run —, each output of
   a question the run waits for through `answer`; then the stream starts with that message's id and
   carries only what the client does not have yet (after the step that asked).
 - **Edit** (`submit-message` whose `messageId` names a stored user message) and **regenerate**
@@ -33,6 +34,7 @@ from ..agent.loading import UnknownAgentError
 from ..protocol._json import dumps
 from ..protocol.parts import UIMessage
 from ..protocol.request import ChatRequest, message_to_wire, plan_turn
+from ..runtime.child_results import parent_of
 from ..runtime.ending import abort_run
 from ..runtime.inbox import start_next
 from ..runtime.services import Services
@@ -51,6 +53,8 @@ __all__ = ["Caller", "ChatStream", "latest_run_id", "open_chat"]
 
 MOVED_ON = "new_user_message"
 """The abort reason of a waiting run the user left unanswered by sending a new message."""
+_LEVELS = 16
+"""How far up a continuation looks for the message's run from an approval's (sub-agent levels)."""
 SETTLE_SECONDS = 10.0
 """How long a continuation waits for the run to reach its wait (the client can see a request a
 moment before the step that made it is saved)."""
@@ -344,7 +348,7 @@ def _decide(
 ) -> None:
     try:
         approval = services.store.get_approval(user_id, approval_id)
-        if approval.run_id != run.run_id:
+        if not _within(services, user_id, approval.run_id, run.run_id):
             raise NotFound(approval_id)
         decide(services, user_id, approval_id, approved=approved, reason=reason)
     except NotFound:
@@ -353,6 +357,18 @@ def _decide(
         raise ApiError(409, f"approval {approval_id} was already decided the other way") from None
     except Gone:
         pass  # expired: the run already went on with a denial, which the stream shows
+
+
+def _within(services: Services, user_id: str, run_id: str, top: str) -> bool:
+    """Whether `run_id` is the run `top` or a sub-agent run below it (its approvals are the message's too)."""
+    for _ in range(_LEVELS):
+        if run_id == top:
+            return True
+        parent = parent_of(services.store.get_run(user_id, run_id))
+        if parent is None:
+            return False
+        run_id = str(parent["runId"])
+    return False
 
 
 def _start(message: MessageRecord) -> str:

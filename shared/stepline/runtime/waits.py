@@ -24,6 +24,7 @@ from ..store.records import (
 )
 from .announce import announce_approvals, announce_question
 from .budget_wait import check_decider, pending_ids
+from .child_approvals import raise_requests, settle_raised
 from .services import Services
 from .traces import request_span
 
@@ -89,6 +90,7 @@ def await_input(services: Services, user_id: str, run_id: str, task_token: str) 
         return {"waiting": "client"}
     waiting = False
     announce_approvals(services, run, state)  # the step's own announcement, if a crash lost it
+    raise_requests(services, run, run_approvals(services, user_id, run_id, state))  # likewise a child's
     for approval in run_approvals(services, user_id, run_id, state):
         if approval.status == "requested":
             with contextlib.suppress(Conflict):  # decided between the read and this write
@@ -137,6 +139,7 @@ def expire_input(services: Services, user_id: str, run_id: str) -> dict[str, Any
     state = run_state(services, user_id, run_id)
     for approval in run_approvals(services, user_id, run_id, state):
         store.expire_approval(user_id, approval.approval_id, now=now)
+        settle_raised(services, store.get_approval(user_id, approval.approval_id))
     for call in state.pending_client_calls:
         with contextlib.suppress(Conflict):
             store.answer_tool_call(
@@ -181,6 +184,7 @@ def decide(
             trace=span.traceparent,
         )
         approval = store.settle_approval(user_id, approval_id, now=services.clock())
+        settle_raised(services, approval)  # a child's approval: its part in the conversation's message
         run_still_waiting = still_requested(
             services, user_id, approval.run_id, run_state(services, user_id, approval.run_id)
         )

@@ -36,6 +36,7 @@ from . import inbox, inspection
 from . import retries as retry_log
 from .announce import announce_approvals, announce_question
 from .budget_wait import pending_ids, request_budget_approval
+from .child_approvals import raise_requests
 from .child_results import missing_child_agent
 from .child_stream import mirror_progress
 from .compaction import compaction_step, offloaded
@@ -347,6 +348,7 @@ def _request_approvals(services: Services, run: RunRecord, state: LoopState, sna
         for p in state.pending_approvals
     ]
     awaiting = [r for r in _tool_rows(run, state) if r.status == "awaiting_approval"]
+    raise_requests(services, run, approvals)  # a sub-agent's: into the conversation's message
     services.store.request_approval(
         run.user_id,
         run.run_id,

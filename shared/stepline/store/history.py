@@ -30,6 +30,7 @@ from ..context.tokens import MessageTokens
 from ..errors import InvalidUIMessageError, MessageConversionError
 from ..protocol._ui_validation import validate_ui_messages
 from ..protocol.model_messages import ModelMessage
+from ..protocol.raised import is_raised
 from ..protocol.to_model_messages import LegacyMessage, ReasoningPolicy, convert_to_model_messages
 from .records import MessageRecord
 
@@ -91,9 +92,16 @@ def _from_step(parts: list[dict[str, Any]], step: int) -> list[dict[str, Any]]:
     for part in parts:
         if part.get("type") == "step-start":
             seen += 1
-        if (step == 0 or seen >= step) and part.get("type") != SUMMARY_PART:
+        if (step == 0 or seen >= step) and part.get("type") != SUMMARY_PART and not is_raised(part):
             out.append(part)
-    return out
+    return [p for i, p in enumerate(out) if not _empty_step(out, i)]
+
+
+def _empty_step(parts: list[dict[str, Any]], index: int) -> bool:
+    """A `step-start` with nothing after it before the next (the step of raised approvals, left out)."""
+    if parts[index].get("type") != "step-start":
+        return False
+    return index + 1 == len(parts) or parts[index + 1].get("type") == "step-start"
 
 
 def _convert(
