@@ -126,6 +126,9 @@ class Follower:
 
     frames: list[tuple[str | None, str]] = field(default_factory=list[tuple[str | None, str]])
     error: BaseException | None = None
+    status: int | None = None
+    """The response's status, once its headers arrived (`answered` is set then)."""
+    answered: threading.Event = field(default_factory=threading.Event)
     ended: threading.Event = field(default_factory=threading.Event)
     _new: threading.Condition = field(default_factory=threading.Condition)
 
@@ -134,6 +137,8 @@ class Follower:
             decoder = SseDecoder()
             try:
                 with client.stream(method, path, **options) as response:
+                    self.status = response.status_code
+                    self.answered.set()
                     for text in response.iter_text():
                         for event in decoder.feed(text):
                             with self._new:
