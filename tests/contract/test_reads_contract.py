@@ -12,7 +12,7 @@ import pytest
 from stepline.store.errors import InvalidCursor, NotFound
 from stepline.store.records import ArtifactRecord
 from stepline.store.unit_reads import offset_cursor
-from tests.contract.test_store_contract import USER, Backend, request_one_approval, start, tool_call
+from tests.contract.test_store_contract import USER, Backend, request_one_approval, save_step, start, tool_call
 
 
 def _artifact() -> ArtifactRecord:
@@ -82,3 +82,15 @@ def test_an_offset_cursor_is_a_short_run_of_digits() -> None:
     for forged in ("-1", "1e3", "٣", "1234567890", "abc"):
         with pytest.raises(InvalidCursor):
             offset_cursor(forged)
+
+
+def test_a_run_s_steps_read_from_a_step_on_in_step_order(backend: Backend) -> None:
+    store, _ = backend
+    start(store)
+    for index in range(12):  # 10 and 11 sort after 9 only as numbers
+        save_step(store, index, calls=[tool_call(f"c{index}")])
+    assert [s.step_index for s in store.list_steps(USER, "r1")] == list(range(12))
+    assert [s.step_index for s in store.list_steps(USER, "r1", from_step=8)] == [8, 9, 10, 11]
+    assert store.list_steps(USER, "r1", from_step=12) == []
+    with pytest.raises(NotFound):
+        store.list_steps("bob", "r1", from_step=8)

@@ -12,6 +12,8 @@ Replies:
     StreamReply(events, first_byte_delay=s)   no bytes at all for s seconds (cut short when the fake closes)
     ErrorReply(status, error_type, message, headers)   an API error body, e.g. 429 with retry-after, 529, 500
 
+`count(n, …)` scripts the answers of `POST /v1/messages/count_tokens` (`{"input_tokens": n}`), kept
+apart from the message replies.
 A request with no reply left gets a 400 `fake_anthropic` error, and is still recorded. With
 `FakeAnthropic(api_key=…)`, a request without that key (as `x-api-key` or `Authorization: Bearer`)
 gets the API's 401.
@@ -92,6 +94,7 @@ class FakeAnthropic:
         self.api_key = api_key
         self.requests: list[RecordedRequest] = []
         self._replies: list[StreamReply | ErrorReply] = []
+        self._counts: list[int | ErrorReply] = []
         self._lock = threading.Lock()
         self.closing = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -110,6 +113,15 @@ class FakeAnthropic:
     def reply(self, *replies: StreamReply | ErrorReply) -> None:
         with self._lock:
             self._replies.extend(replies)
+
+    def count(self, *counts: int | ErrorReply) -> None:
+        """Script the answers of `POST /v1/messages/count_tokens`, in order (`{"input_tokens": n}`)."""
+        with self._lock:
+            self._counts.extend(counts)
+
+    def next_count(self) -> int | ErrorReply | None:
+        with self._lock:
+            return self._counts.pop(0) if self._counts else None
 
     @property
     def unused_replies(self) -> int:
@@ -163,6 +175,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authenticated():
             self._error(ErrorReply(401, "authentication_error", "invalid x-api-key"))
             return
+        if self.path.split("?")[0] == "/v1/messages/count_tokens":
+            self._count()
+            return
         reply = self.server_fake.next_reply()
         if reply is None:
             self._error(ErrorReply(400, "fake_anthropic", "no scripted reply left for this request"))
@@ -170,6 +185,20 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(reply)
         else:
             self._stream(reply)
+
+    def _count(self) -> None:
+        count = self.server_fake.next_count()
+        if count is None:
+            self._error(ErrorReply(400, "fake_anthropic", "no scripted token count left for this request"))
+        elif isinstance(count, ErrorReply):
+            self._error(count)
+        else:
+            payload = json.dumps({"input_tokens": count}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
 
     def _authenticated(self) -> bool:
         key = self.server_fake.api_key

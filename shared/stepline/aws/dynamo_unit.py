@@ -38,8 +38,8 @@ class DynamoTables(Protocol):
 
     def decode(self, item: dict[str, Any]) -> Any: ...
 
-    def query_all(self, table: str, pk: str, prefix: str) -> list[dict[str, Any]]:
-        """Every item of a partition whose sort key starts with `prefix` (consistent reads)."""
+    def query_all(self, table: str, pk: str, prefix: str, *, start: str | None = None) -> list[dict[str, Any]]:
+        """Every item of a partition whose sort key starts with `prefix` (and is at least `start`)."""
         ...
 
     def transact(self, actions: list[dict[str, Any]]) -> None:
@@ -71,9 +71,9 @@ class DynamoUnit:
         item = self._store.client.get_item(TableName=table, Key=record_keys, ConsistentRead=True).get("Item")
         return None if item is None else self.remember(table, item)
 
-    def _query(self, pk: str, prefix: str) -> list[Any]:
+    def _query(self, pk: str, prefix: str, start: str | None = None) -> list[Any]:
         table = self._store.agent_table
-        return [self.remember(table, item) for item in self._store.query_all(table, pk, prefix)]
+        return [self.remember(table, item) for item in self._store.query_all(table, pk, prefix, start=start)]
 
     def conversation(self, user_id: str, conversation_id: str) -> ConversationRecord | None:
         return self.get_item({"pk": str_attr(f"U#{user_id}#C#{conversation_id}"), "sk": str_attr("META")})
@@ -115,8 +115,8 @@ class DynamoUnit:
     def run_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
         return self._query(f"U#{user_id}#R#{run_id}", "T#")
 
-    def run_steps(self, user_id: str, run_id: str) -> list[StepRecordRow]:
-        return self._query(f"U#{user_id}#R#{run_id}", "S#")
+    def run_steps(self, user_id: str, run_id: str, from_step: int = 0) -> list[StepRecordRow]:
+        return self._query(f"U#{user_id}#R#{run_id}", "S#", f"S#{from_step:06d}" if from_step else None)
 
     def approval(self, user_id: str, approval_id: str) -> ApprovalRecord | None:
         return self.get_item({"pk": str_attr(f"U#{user_id}#A#{approval_id}"), "sk": str_attr("META")})

@@ -112,10 +112,13 @@ class DynamoStore(TransactionalStore, UnitReads):
 
     # -- plumbing ----------------------------------------------------------------------------------
 
-    def query_all(self, table: str, pk: str, prefix: str) -> list[dict[str, Any]]:
+    def query_all(self, table: str, pk: str, prefix: str, *, start: str | None = None) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         condition = "pk = :pk AND begins_with(sk, :prefix)" if prefix else "pk = :pk"
         values = {":pk": str_attr(pk), ":prefix": str_attr(prefix)} if prefix else {":pk": str_attr(pk)}
+        if start is not None:  # the keys from `start` to the prefix's last (U+FFFF sorts after any key character)
+            condition = "pk = :pk AND sk BETWEEN :start AND :end"
+            values = {":pk": str_attr(pk), ":start": str_attr(start), ":end": str_attr(f"{prefix}\uffff")}
         kwargs: dict[str, Any] = {
             "TableName": table,
             "KeyConditionExpression": condition,

@@ -5,7 +5,10 @@ the policy's `offload_above` characters is stored whole in the blob store (conte
 the user's `outputs/`, so a redo stores the same object) and replaced *in the prompt* by its head and
 tail, its size, and a handle: the SHA-256 of the text. The built-in `read_output` tool
 (`stepline.context.read_output`) reads any range of it, or searches it. The stream, the stored
-message and the UI keep the full output: only what the model is sent changes.
+message and the UI keep the full output: only what the model is sent changes, and the checkpoint's
+record of each step but the last (`LoopState.steps`: what `prepare_step`, stop conditions and
+`on_finish` see of earlier steps) holds the same preview, so a checkpoint grows by a preview a step,
+not by each output twice.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..loop.state import LoopState
+from ..loop.state import LoopState, StepRecord, ToolResultRecord
 from ..protocol._json import dumps
 from ..protocol.model_messages import ModelMessage, TextOutput, ToolModelMessage, ToolResultPart
 from ..store.blobs import BlobStore, sha256_hex
@@ -60,17 +63,36 @@ def offload_outputs(state: LoopState, *, blobs: BlobStore, user_id: str, above: 
             if text is None or len(text) <= above or text.startswith(_MARK):
                 parts.append(part)
                 continue
-            data = text.encode("utf-8")
-            blobs.put(user_id, data, media_type="text/plain; charset=utf-8", kind=OUTPUTS_KIND)
-            parts.append(part.model_copy(update={"output": TextOutput(value=preview(text, sha256_hex(data)))}))
-            changed = True
+            parts.append(part.model_copy(update={"output": TextOutput(value=stored(text))}))
         return message.model_copy(update={"content": parts}) if parts != list(message.content) else message
+
+    def stored(text: str) -> str:
+        nonlocal changed
+        data = text.encode("utf-8")
+        blobs.put(user_id, data, media_type="text/plain; charset=utf-8", kind=OUTPUTS_KIND)
+        changed = True
+        return preview(text, sha256_hex(data))
+
+    def convert_step(step: StepRecord) -> StepRecord:
+        results: list[ToolResultRecord] = []
+        for result in step.tool_results:
+            output = result.output
+            text = output if isinstance(output, str) else None if output is None else dumps(output)
+            big = text is not None and len(text) > above and not text.startswith(_MARK)
+            results.append(result.model_copy(update={"output": stored(text)}) if big and text else result)
+        responses = [convert(m) for m in step.response_messages]
+        if results == step.tool_results and responses == step.response_messages:
+            return step
+        return step.model_copy(update={"tool_results": results, "response_messages": responses})
 
     messages = [convert(m) for m in state.messages]
     responses = [convert(m) for m in state.response_messages]
+    # The steps' own copies too, but the last one's (its results may still be added to and saved as the
+    # tool ledger's outputs): a checkpoint carries every step, so it would grow by each output twice a step.
+    steps = [*(convert_step(step) for step in state.steps[:-1]), *state.steps[-1:]]
     if not changed:
         return state
-    return state.model_copy(update={"messages": messages, "response_messages": responses})
+    return state.model_copy(update={"messages": messages, "response_messages": responses, "steps": steps})
 
 
 def has_handles(messages: Sequence[ModelMessage]) -> bool:

@@ -47,6 +47,10 @@ class ContextPolicy(BaseModel):
         offload_above: Tool outputs longer than this many characters reach the model as a preview
             and a handle for the built-in `read_output` tool (the blob store keeps them whole);
             None sends every output whole.
+        provider_count: Once the local count of the next request is over half the limit (it may
+            under-count by up to half), ask the provider for the exact count when the model has one
+            (`CountsTokens`: Anthropic's token counting endpoint), and decide on that: one count
+            request before each such step. False decides on the local count alone.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -61,6 +65,7 @@ class ContextPolicy(BaseModel):
     output_reserve: int | None = Field(default=None, ge=0)
     compaction: bool = True
     offload_above: int | None = Field(default=20_000, ge=1_000)
+    provider_count: bool = True
 
     def window(self, model_id: str) -> ModelWindow:
         """The model's window with this policy's overrides."""

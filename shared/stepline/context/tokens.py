@@ -7,7 +7,8 @@ safe side: it over-counts English prose and code up to threefold, JSON and Chine
 60%, counts numbers within 5%, and under-counts only text near one byte a token (runs of
 symbols), by at most half (measured against `cl100k_base` in tests/unit/context/test_tokens.py);
 the window's headroom (the threshold and the output reserve) absorbs the rest. Anthropic's tokenizer
-is not published: Claude counts are these same counts, which the headroom covers too.
+is not published: Claude counts are these same counts, and near the limit the compaction step asks
+Anthropic's count endpoint instead (`CountsTokens`, `ContextPolicy.provider_count`).
 
 A message counts as the chat formats count it: a fixed overhead per message plus its role and the
 tokens of its texts, tool names, JSON inputs and outputs. Counts are cached by the message's

@@ -27,6 +27,7 @@ from ..protocol.model_messages import ModelMessage, ProviderOptions
 from .stream_parts import ModelStreamPart
 
 __all__ = [
+    "CountsTokens",
     "FunctionTool",
     "LanguageModel",
     "ModelCallOptions",
@@ -154,6 +155,15 @@ class LanguageModel(Protocol):
         reported inside an otherwise working stream (a `ModelCallError` as its `error` lets the loop
         retry it when nothing visible was streamed yet).
         """
+        ...
+
+
+@runtime_checkable
+class CountsTokens(Protocol):
+    """A model whose provider counts a request's input tokens exactly (Anthropic's count endpoint)."""
+
+    async def count_tokens(self, options: ModelCallOptions) -> int:
+        """The input tokens of the request `stream(options)` would send; raises `ModelCallError`."""
         ...
 
 

@@ -2,13 +2,14 @@
 
 Before each model step the worker first keeps big tool outputs out of the prompt (`offloaded`, with
 `stepline.context.offload`; the `read_output` tool is offered then), then measures the next request
-(instructions, tools, conversation) with the process's cached counts. Over the agent's
-`ContextPolicy` limit, `compaction_step` summarizes the oldest part (`stepline.context.compaction`),
-streams the summary as a `data-context-summary` part (id `summary-<runId>-<n>`: a redo streams the
-same part again, which replaces it) and the message's `metadata.context` (`compactions`,
-`lastCompaction`), then saves a checkpoint (reason `compaction`) holding the compacted state. A
-crash before that checkpoint redoes the compaction from the previous one; after it, the run goes
-on from the compacted state and never summarizes the same part again.
+(instructions, tools, conversation) with the process's cached counts (near the limit, by the
+provider's exact count where the model offers one). Over the agent's `ContextPolicy` limit,
+`compaction_step` summarizes the oldest part (`stepline.context.compaction`), streams the summary
+as a `data-context-summary` part (id `summary-<runId>-<n>`: a redo streams the same part again,
+which replaces it) and the message's `metadata.context` (`compactions`, `lastCompaction`), then
+saves a checkpoint (reason `compaction`) holding the compacted state. A crash before that
+checkpoint redoes the compaction from the previous one; after it, the run goes on from the
+compacted state and never summarizes the same part again.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ..context.groups import summary_of
 from ..context.offload import has_handles, offload_outputs
 from ..context.read_output import read_output
 from ..context.tokens import shared_tokens
-from ..llm.base import LanguageModel
+from ..llm.base import CountsTokens, LanguageModel, ModelCallOptions
 from ..llm.errors import ModelCallError
 from ..loop.config import LoopConfig
 from ..loop.messages import instruction_messages, prompt_messages
@@ -80,8 +81,13 @@ async def compaction_step(
     tokens = shared_tokens()
     tools = [t.definition() for t in ordered_tools(config)]
     fixed = measure(tokens, instruction_messages(config.instructions), tools)
-    size = fixed + tokens.messages(prompt_messages([*state.messages, *state.response_messages]))
-    if size <= policy.limit(config.model.model_id):
+    history = prompt_messages([*state.messages, *state.response_messages])
+    size = fixed + tokens.messages(history)
+    limit = policy.limit(config.model.model_id)
+    if policy.provider_count and size > limit // 2 and isinstance(config.model, CountsTokens):
+        prompt = [*instruction_messages(config.instructions), *history]
+        size = await _provider_count(config.model, ModelCallOptions(prompt=prompt, tools=tools), size, run)
+    if size <= limit:
         return state
     try:
         done = await compact(
@@ -121,6 +127,15 @@ async def compaction_step(
     )
     _LOG.info("run %s: compaction %s, %s -> %s tokens", run.run_id, index, size, done.marker["tokensAfter"])
     return done.state
+
+
+async def _provider_count(model: CountsTokens, options: ModelCallOptions, estimate: int, run: RunRecord) -> int:
+    """The provider's count of the next request; the local one when the provider cannot give it."""
+    try:
+        return await model.count_tokens(options)
+    except ModelCallError as error:
+        _LOG.warning("run %s: the provider's token count failed (%s); using the local count", run.run_id, error)
+        return estimate
 
 
 def compactions(state: LoopState) -> int:

@@ -7,8 +7,10 @@ records with the square of its steps: a step stores its messages as
 `{"sameAs": n, "count": k, "plus": [...]}` — the first k messages of step n's request, then the
 new ones — whenever they begin with step n's (a `prepare_step` that rewrote the history stores
 them whole), and its instructions and tool definitions as `{"sameAs": n}` when they are step n's
-(they change between steps only through `prepare_step`). A step record over the store's offload threshold
-goes to the blob store like any other record (`store.payloads`), so DynamoDB items stay small.
+(they change between steps only through `prepare_step`). Every `KEYFRAME_EVERY`th step stores its
+request whole, so writing a step reads only the steps since the last such one (`window_start`), not
+the whole run: a run of 500 steps reads at most 8 step records per step. A step record over the
+store's offload threshold goes to the blob store like any other record (`store.payloads`), so DynamoDB items stay small.
 
 **Read** by `run_view` for the API (`GET /api/runs/{id}/steps`) and the CLI (`stepline runs
 show`): the steps in order with their requests resolved back to the messages as sent, timings in
@@ -30,7 +32,19 @@ from ..store.errors import NotFound
 from ..store.ports import Store
 from ..store.records import ApprovalRecord, RunRecord, StepRecordRow, ToolCallRecord
 
-__all__ = ["queued_at", "resolve_requests", "run_view", "step_fields"]
+__all__ = ["KEYFRAME_EVERY", "queued_at", "resolve_requests", "run_view", "step_fields", "window_start"]
+
+KEYFRAME_EVERY = 8
+"""Each step whose number is a multiple of this stores its request whole."""
+
+
+def window_start(step_number: int) -> int:
+    """The first step whose record writing step `step_number` needs.
+
+    The last whole request at or before the previous step: steps 1..7 need step 0 on, step 9 needs
+    8 on; step 8 is whole and needs 0..7 only for `queued_at`'s previous step.
+    """
+    return max(0, ((step_number - 1) // KEYFRAME_EVERY) * KEYFRAME_EVERY)
 
 
 def queued_at(run: RunRecord, previous: Sequence[StepRecordRow], approvals: Sequence[ApprovalRecord]) -> int:
@@ -63,7 +77,9 @@ def _resolved(row: StepRecordRow, by_step: Mapping[int, dict[str, JsonValue]]) -
     messages = request.get("messages")
     if isinstance(messages, dict):
         base = by_step.get(int(cast(int, messages.get("sameAs", -1))), {}).get("messages")
-        earlier = cast(list[JsonValue], base) if isinstance(base, list) else []
+        if not isinstance(base, list):
+            return None  # what it refers to was not read (or not recorded): unknown, never a wrong list
+        earlier = cast(list[JsonValue], base)
         count = int(cast(int, messages.get("count", 0)))
         request["messages"] = [*earlier[:count], *cast(list[JsonValue], messages.get("plus") or [])]
     for key in _REPEATED:
@@ -91,14 +107,20 @@ def _encoded(request: dict[str, JsonValue], previous: Sequence[StepRecordRow]) -
     return encoded
 
 
-def step_fields(outcome: StepOutcome, previous: Sequence[StepRecordRow], queued: int) -> dict[str, Any]:
-    """The inspector's fields of a step's record (empty without an inspection: nothing recorded)."""
+def step_fields(
+    outcome: StepOutcome, step_number: int, previous: Sequence[StepRecordRow], queued: int
+) -> dict[str, Any]:
+    """The inspector's fields of a step's record (empty without an inspection: nothing recorded).
+
+    `previous`: the step records from `window_start(step_number)` on, before it.
+    """
     inspection = outcome.inspection
     if inspection is None:
         return {}
     request = cast(dict[str, JsonValue] | None, inspection.get("request")) or None
+    whole = step_number % KEYFRAME_EVERY == 0
     return {
-        "request": _encoded(request, previous) if request is not None else None,
+        "request": _encoded(request, [] if whole else previous) if request is not None else None,
         "response": inspection.get("response"),
         "attempts": inspection.get("attempts") or [],
         "started_at": inspection.get("startedAt"),

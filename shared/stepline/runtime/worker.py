@@ -298,8 +298,11 @@ def _persist(
     step = state.steps[-1]
     fields: dict[str, Any] = {"started_at": now, "ended_at": now}
     if outcome.inspection is not None:
-        previous = [r for r in store.list_steps(run.user_id, run.run_id) if r.step_index < step.step_number]
-        inspected = inspection.step_fields(outcome, previous, inspection.queued_at(run, previous, approvals))
+        since = inspection.window_start(step.step_number)
+        read = store.list_steps(run.user_id, run.run_id, from_step=since)
+        previous = [r for r in read if r.step_index < step.step_number]
+        queued = inspection.queued_at(run, previous, approvals)
+        inspected = inspection.step_fields(outcome, step.step_number, previous, queued)
         fields.update({k: v for k, v in inspected.items() if v is not None})
     row = StepRecordRow(
         user_id=run.user_id,

@@ -74,8 +74,9 @@ class _MemoryUnit:
     def run_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
         return self._all(("tool", user_id, run_id))
 
-    def run_steps(self, user_id: str, run_id: str) -> list[StepRecordRow]:
-        return self._all(("step", user_id, run_id))
+    def run_steps(self, user_id: str, run_id: str, from_step: int = 0) -> list[StepRecordRow]:
+        steps = self._items.get(("step", user_id, run_id), {})
+        return [cast(StepRecordRow, row) for index, row in steps.items() if index >= from_step]
 
     def approval(self, user_id: str, approval_id: str) -> ApprovalRecord | None:
         return self._get(("approval", user_id), approval_id)

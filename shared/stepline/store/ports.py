@@ -334,8 +334,8 @@ class Store(Protocol):
 
     def list_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]: ...
 
-    def list_steps(self, user_id: str, run_id: str) -> list[StepRecordRow]:
-        """The run's step records in step order (`NotFound` when the run is not this user's)."""
+    def list_steps(self, user_id: str, run_id: str, *, from_step: int = 0) -> list[StepRecordRow]:
+        """The run's step records from `from_step` on, in step order (`NotFound`: not this user's run)."""
         ...
 
     def start_tool_call(

@@ -71,6 +71,16 @@ _PATTERNS: Final = (
     re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
 )
 
+
+def _may_hold_a_credential(text: str) -> bool:
+    """False when no pattern can match: each needs one of these literals.
+
+    A substring test runs at memory speed, the patterns at ~1 ms per 10 KB, and a long run masks
+    every stored part again at each step. `bearer` is matched in any case, as its pattern is.
+    """
+    return "sk-" in text or "AKIA" in text or "ASIA" in text or "bearer" in text.lower()
+
+
 _STANDARD_RECORD_KEYS: Final = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
 ReasoningPolicy = Literal["keep", "drop_text"]
@@ -101,6 +111,8 @@ class Redactor:
 
     def redact_text(self, text: str) -> str:
         """`text` with every credential-shaped substring masked."""
+        if not _may_hold_a_credential(text):
+            return text
         for pattern in _PATTERNS:
             text = pattern.sub(self._replace, text)
         return text

@@ -120,8 +120,12 @@ class SqliteUnit:
     def run_tool_calls(self, user_id: str, run_id: str) -> list[ToolCallRecord]:
         return self._all(ToolCallRecord, part_key("tool", user_id, run_id))
 
-    def run_steps(self, user_id: str, run_id: str) -> list[StepRecordRow]:
-        return self._all(StepRecordRow, part_key("step", user_id, run_id))
+    def run_steps(self, user_id: str, run_id: str, from_step: int = 0) -> list[StepRecordRow]:
+        rows = self._db.execute(
+            "SELECT body FROM records WHERE part = ? AND sk >= ? ORDER BY sk",
+            (part_key("step", user_id, run_id), sort_key(from_step)),
+        ).fetchall()
+        return [StepRecordRow.model_validate_json(r[0]) for r in rows]
 
     def approval(self, user_id: str, approval_id: str) -> ApprovalRecord | None:
         return self._get(ApprovalRecord, part_key("approval", user_id), approval_id)

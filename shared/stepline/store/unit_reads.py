@@ -70,10 +70,11 @@ class UnitReads(ABC):
         calls = self._peek(lambda u: u.run_tool_calls(user_id, run_id))
         return sorted(calls, key=lambda c: (c.step_index, c.tool_call_id))
 
-    def list_steps(self, user_id: str, run_id: str) -> list[StepRecordRow]:
-        """The run's step records in step order (NotFound for a run that is not the user's)."""
+    def list_steps(self, user_id: str, run_id: str, *, from_step: int = 0) -> list[StepRecordRow]:
+        """The run's step records from `from_step` on, in step order (NotFound: not the user's run)."""
         self.get_run(user_id, run_id)
-        return sorted(self._peek(lambda u: u.run_steps(user_id, run_id)), key=lambda s: s.step_index)
+        steps = self._peek(lambda u: u.run_steps(user_id, run_id, from_step))
+        return sorted((s for s in steps if s.step_index >= from_step), key=lambda s: s.step_index)
 
 
 def offset_cursor(cursor: str | None) -> int:

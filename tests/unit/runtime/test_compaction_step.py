@@ -153,6 +153,10 @@ def test_outputs_of_100_kb_reach_the_model_as_previews_and_the_message_keeps_the
     outputs = [p["output"] for p in result.stored_message["parts"] if p.get("type") == "tool-read"]
     assert len(outputs) == 40 and all(len(o) == 100_000 for o in outputs)  # the UI's message: whole outputs
     assert [t.input for t in result.tool_calls] == [{"part": k} for k in range(1, 41)]
+    # The checkpoint keeps a preview of each earlier step's output, not the output (twice): it grows by
+    # a few KB a step, where 40 whole outputs in each step's record would be 8 MB.
+    checkpoint = harness.store.latest_checkpoint(harness.user_id, result.run_id)
+    assert checkpoint is not None and len(dumps(checkpoint.state)) < 2 * 100_000 + 40 * 10_000
 
 
 def test_the_model_reads_an_offloaded_output_with_read_output() -> None:

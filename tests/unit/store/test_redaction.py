@@ -82,6 +82,8 @@ def test_configured_fields_are_masked_too_and_the_mask_is_configurable() -> None
             f"curl -H 'Authorization: Bearer {MASK}' url",
         ),
         ("bearer abcdefgh1234==", f"bearer {MASK}"),
+        ("BeArEr abcdefgh1234", f"BeArEr {MASK}"),  # any case, as the pattern (and its quick pre-test)
+        ("x" * 200_000 + " sk-abcdefghijklmnop1234", "x" * 200_000 + f" {MASK}"),  # far into a long output
         ("key=sk-proj-AbCdEfGhIjKlMnOpQrStUvWx123 end", f"key={MASK} end"),
         ("OPENAI_API_KEY=sk-abcdefghijklmnop1234", f"OPENAI_API_KEY={MASK}"),
         ("x sk-ant-api03-AbCdEfGh_IjKl-MnOp y", f"x {MASK} y"),

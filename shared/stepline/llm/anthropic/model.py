@@ -42,6 +42,9 @@ PROVIDER = "anthropic"
 DEFAULT_MAX_TOKENS = 8192
 DEFAULT_TIMEOUT = 600.0
 
+_COUNTED_FIELDS = frozenset({"system", "tools", "tool_choice", "thinking"})
+"""The request fields besides model and messages that the token counting endpoint takes."""
+
 _ClientKey = tuple[str | None, str | None]
 # One client per (base URL, key) and event loop: an httpx2 connection pool belongs to the loop that
 # opened it, and a Lambda handler that calls `asyncio.run` per invocation gets a new loop each time.
@@ -122,6 +125,26 @@ class AnthropicModel:
             await response.close()
         for part in state.close():
             yield part
+
+    async def count_tokens(self, options: ModelCallOptions) -> int:
+        """The input tokens of the request `stream` would send, as Anthropic counts them.
+
+        `POST /v1/messages/count_tokens` with the request's messages, system prompt, tools, tool
+        choice and thinking (the fields the endpoint takes): free, rate limited apart from messages.
+        """
+        request = self.build_request(options)
+        body = {key: value for key, value in request.body.items() if key in _COUNTED_FIELDS}
+        try:
+            counted = await self._client().messages.count_tokens(
+                model=self._model_id,
+                messages=cast(Any, request.body["messages"]),
+                extra_body=body,
+                extra_headers=request.headers,
+                timeout=self._timeout,
+            )
+        except (anthropic.APIError, httpx2.TransportError) as error:
+            raise to_model_call_error(error) from error
+        return counted.input_tokens
 
     async def aclose(self) -> None:
         """Close this model's client on the running event loop (others close with their loop)."""
