@@ -4,6 +4,7 @@
     stack/statemachine/               the agent-run state machine
     stack/web/                        the built web UI (the package's, or a checkout's `web/dist`)
     stack/layer/requirements.txt      the shared layer: this Stepline release, installed by `sam build`
+    stack/Makefile                    how `sam build` builds the layer and the functions (with bytecode)
 
 Everything comes from the installed package, so a project written from a wheel deploys the release
 it runs locally. The shared layer installs `stepline[lambda]==<this version>` from the package index
@@ -20,7 +21,7 @@ from pathlib import Path
 from .. import __version__
 from ..errors import StepLineError
 from ..local.ui_build import BUILD_COMMAND, built_ui
-from ..stack import ASL, FUNCTIONS
+from ..stack import ASL, FUNCTIONS, MAKEFILE
 from .template import STACK_FOLDER
 
 __all__ = ["MissingUiError", "StackFile", "layer_requirements", "stack_files"]
@@ -74,5 +75,6 @@ def stack_files(version: str = __version__) -> dict[str, StackFile]:
         raise MissingUiError(f"the web UI is not built, and the project deploys it: {BUILD_COMMAND} (in web/)")
     files = _tree(FUNCTIONS, "functions/") | _tree(ui, "web/")
     files["statemachine/agent_run.asl.json"] = StackFile(ASL.read_bytes())
+    files["Makefile"] = StackFile(MAKEFILE.read_bytes())  # the makefile builds' (ContextPath stack/)
     files["layer/requirements.txt"] = StackFile(layer_requirements(version).encode())
     return {STACK_FOLDER + path: file for path, file in files.items()}

@@ -70,6 +70,9 @@ def project_template(*, agent: str, name: str, template: str | None = None) -> d
         for key in _LOCAL_PATHS:
             if isinstance(properties.get(key), str):
                 properties[key] = project_path(properties[key])
+        metadata = cast(dict[str, Any], resource.get("Metadata", {}))
+        if isinstance(metadata.get("ContextPath"), str):  # a makefile build: stack/Makefile
+            metadata["ContextPath"] = project_path(metadata["ContextPath"])
     shared = cast(dict[str, Any], resources["SharedLayer"])
     resources[AGENT_LAYER] = {
         "Type": "AWS::Serverless::LayerVersion",
@@ -79,7 +82,8 @@ def project_template(*, agent: str, name: str, template: str | None = None) -> d
             "CompatibleRuntimes": list(shared["Properties"]["CompatibleRuntimes"]),
             "CompatibleArchitectures": list(shared["Properties"]["CompatibleArchitectures"]),
         },
-        "Metadata": dict(shared["Metadata"]),
+        # sam's pip build (src/ carries no Makefile), for the shared layer's architecture
+        "Metadata": {"BuildMethod": "python3.13", "BuildArchitecture": shared["Metadata"]["BuildArchitecture"]},
     }
     for resource in resources.values():
         if resource.get("Type") == "AWS::Serverless::Function":

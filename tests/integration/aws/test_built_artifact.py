@@ -86,7 +86,7 @@ def _host_template(target: Path) -> Path:
     text = (REPO / "template.yaml").read_text()
     arch = "x86_64" if platform.machine() in ("x86_64", "AMD64") else "arm64"
     text = re.sub(r"\barm64\b", arch, text)
-    text = re.sub(r"(CodeUri|ContentUri|DefinitionUri): (\S+)", lambda m: f"{m[1]}: {REPO / m[2]}", text)
+    text = re.sub(r"(CodeUri|ContentUri|DefinitionUri|ContextPath): (\S+)", lambda m: f"{m[1]}: {REPO / m[2]}", text)
     path = target / "template.yaml"
     path.write_text(text)
     return path
@@ -102,7 +102,13 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert interpreter is not None
     work = tmp_path_factory.mktemp("sam")
     build = work / "build"
-    env = {**os.environ, "PATH": f"{Path(interpreter).parent}:{os.environ['PATH']}", "SAM_CLI_TELEMETRY": "0"}
+    env = {
+        **os.environ,
+        "PATH": f"{Path(interpreter).parent}:{os.environ['PATH']}",
+        "SAM_CLI_TELEMETRY": "0",
+        "STEPLINE_BUILD_ARCH": "x86_64" if platform.machine() in ("x86_64", "AMD64") else "arm64",
+        "PYTHON": interpreter,  # shared/stepline/stack/Makefile's: the runtime's Python
+    }
     result = subprocess.run(
         [
             *(str(SAM), "build", "--template-file", str(_host_template(work)), "--build-dir", str(build)),
@@ -199,3 +205,71 @@ def test_every_built_function_imports_and_answers_in_a_clean_python_313(built: P
     assert answers["loaded"] == ["opentelemetry"]
     assert answers["xray_sdk"] is False
     assert not list((built / "SharedLayer" / "python").glob("aws_xray_sdk*"))
+
+
+# Runs in `python3.13 -I -S` with a read-only copy of one function and the shared layer on sys.path:
+# counts every module compiled from source under the copy (SourceLoader.source_to_code: what an
+# import without a usable .pyc runs), then imports the function's app.py as Lambda's init does.
+BYTECODE_PROBE = r"""
+import json, sys
+copy, function, layer, runtime = sys.argv[1:5]
+sys.path[:0] = [function, layer, runtime]
+import _frozen_importlib_external as external
+compiled = []
+source_to_code = external.SourceLoader.source_to_code
+def counting(self, data, path, *args, **kwargs):
+    if str(path).startswith(copy):
+        compiled.append(str(path))
+    return source_to_code(self, data, path, *args, **kwargs)
+external.SourceLoader.source_to_code = counting
+import app
+ours = [m for m in sys.modules.values() if str(getattr(m, "__file__", "") or "").startswith(copy)]
+print(json.dumps({"compiled": compiled, "modules": len(ours)}))
+"""
+
+
+def _tree_state(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.built
+@pytest.mark.timeout(1200)
+def test_the_built_artifact_carries_bytecode_that_python_uses_on_a_read_only_copy(built: Path, tmp_path: Path) -> None:
+    layer = built / "SharedLayer" / "python"
+    folders = [built / name for name in RUNTIME_FUNCTIONS]
+    # Every module of the layer and of each function has an unchecked-hash .pyc for Python 3.13
+    # (PEP 552 flags 0b01: hash-based, source not checked), so no import compares or compiles.
+    missing: list[str] = []
+    for root in (layer, *folders):
+        for source in root.rglob("*.py"):
+            pyc = source.parent / "__pycache__" / f"{source.stem}.cpython-313.pyc"
+            if not pyc.is_file():
+                missing.append(str(source.relative_to(built)))
+            else:
+                assert int.from_bytes(pyc.read_bytes()[4:8], "little") == 0b01, pyc
+    assert not missing, f"{len(missing)} modules without bytecode, e.g. {missing[:5]}"
+    copy = tmp_path / "opt"
+    shutil.copytree(built, copy, symlinks=True)
+    for path in copy.rglob("*"):  # read-only, as Lambda's /var/task and /opt are
+        path.chmod(path.stat().st_mode & ~0o222)
+    before = _tree_state(copy)
+    interpreter = python313()
+    assert interpreter is not None
+    (tmp_path / "script.json").write_text(json.dumps(SCRIPT))
+    env = {"PATH": os.environ["PATH"], **_environment(tmp_path / "script.json"), "STEPLINE_TRACING": "off"}
+    for name in RUNTIME_FUNCTIONS:
+        result = subprocess.run(
+            [interpreter, "-I", "-S", "-c", BYTECODE_PROBE, str(copy), str(copy / name)]
+            + [str(copy / "SharedLayer" / "python"), str(RUNTIME)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr[-4000:]
+        answer = json.loads(result.stdout.strip().splitlines()[-1])
+        assert answer["modules"] > 20, (name, answer)  # stepline and its dependencies came from the copy
+        assert answer["compiled"] == [], (name, answer["compiled"][:5])
+    assert _tree_state(copy) == before  # nothing written (no __pycache__ made, no .pyc rewritten)
