@@ -197,7 +197,7 @@ def test_reconnect_after_the_server_drops_the_stream(ui: Ui) -> None:
     ui.send("list files slowly")
     banner = ui.page.get_by_test_id("connection-banner")
     # A gateway answers 502 for the server: it cannot be reached, and the page keeps trying.
-    expect(ui.page.get_by_test_id("chat")).to_have_attribute("data-connection", "unreachable", timeout=10_000)
+    expect(ui.page.get_by_test_id("chat")).to_have_attribute("data-connection", "unreachable", timeout=30_000)
     expect(banner).to_contain_text("The server cannot be reached")
     expect(ui.page.get_by_test_id("reconnect")).to_be_visible()  # "Try now"
     expect(trace(ui)).to_have_attribute("data-trace-state", "incomplete")

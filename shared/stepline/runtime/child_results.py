@@ -95,8 +95,9 @@ def children_at_work(services: Services, run: RunRecord, levels: int = DEFAULT_M
     """True while a sub-agent of `run` (or of theirs, `levels` deep) is about to start, queued or running.
 
     A run waiting for its sub-agents is `waiting_user`, but its stream follows it on while one of
-    them works (their progress reaches its log); once each waits for a person or has ended, the
-    stream stops as at any wait.
+    them works (their progress reaches its log) or has ended while the parent has not taken its
+    result yet (the parent resumes next); once each waits for a person, the stream stops as at
+    any wait.
     """
     if levels < 1 or run.status != "waiting_user":
         return False
@@ -111,6 +112,8 @@ def children_at_work(services: Services, run: RunRecord, levels: int = DEFAULT_M
         except NotFound:  # AwaitInput starts it next
             return True
         if child.status in ("queued", "running") or children_at_work(services, child, levels - 1):
+            return True
+        if child.status in TERMINAL["run"]:  # ended, its result on its way to the parent: about to resume
             return True
     return False
 

@@ -5,8 +5,9 @@ configured), a question asked (a client-side tool waits for an answer), a run co
 aborted. Each is published by the code that committed the transition, right after the commit, and
 then recorded on the run (`Store.mark_notified`); a retried worker that finds the transition
 already committed publishes it only if that record is missing. So a crash between the commit and
-the publish delays the event to the retry instead of losing it, and only a crash between the
-publish and its record can repeat it — with the same `eventId`, for a consumer to drop.
+the publish delays the event to the retry instead of losing it; a crash between the publish and
+its record, or two announcers of one transition at once (check, publish, record is not atomic),
+can repeat it — with the same `eventId`, for a consumer to drop.
 
 Events hold ids, statuses and times — never a tool's input or output, a message's text, an error
 message (it may quote the user) or a secret. The decision link is a capability meant for the
