@@ -14,18 +14,20 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import boto3
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..api.deps import ApiOptions
 from ..runtime.callback_urls import UrlPolicy, parse_networks
 from ..runtime.hook_signatures import check_secret
 from ..runtime.services import Services
 from .observability import instrument
 from .unattended import DynamoDeliveryLog, DynamoScheduleState, dispatch, send_callbacks
 from .wiring import ConfigurationError, Settings, services_from_env
+
+if TYPE_CHECKING:  # the dispatcher and the callback sender carry no FastAPI: only the API functions do
+    from ..api.deps import ApiOptions
 
 
 def _client(service: str) -> Any:
