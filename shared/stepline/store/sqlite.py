@@ -77,6 +77,10 @@ class SqliteStore(TransactionalStore, UnitReads):
         # thread ends (moto runs every execution on threads of its own; they must not pile up).
         self._connections: weakref.WeakSet[_Connection] = weakref.WeakSet()
         self._connections_lock = threading.Lock()
+        # Reads outside a transaction in flight: `close` waits for them, as closing a connection
+        # while another thread runs a statement on it crashes the process (sqlite3 is not safe there).
+        self._reads = threading.Condition()
+        self._reading = 0
         self._closed = False
         with self._write_lock:
             self._connection().executescript(SCHEMA)
@@ -108,7 +112,9 @@ class SqliteStore(TransactionalStore, UnitReads):
         """
         acquired = self._write_lock.acquire(timeout=timeout)
         try:
-            self._closed = True
+            with self._reads:
+                self._closed = True
+                self._reads.wait_for(lambda: self._reading == 0, timeout=timeout)
             with self._connections_lock:
                 for connection in list(self._connections):
                     connection.close()
@@ -138,10 +144,25 @@ class SqliteStore(TransactionalStore, UnitReads):
 
     def _peek(self, read: Callable[[Unit], T]) -> T:
         """`read` outside a transaction: each statement sees the latest commit."""
-        return read(SqliteUnit(self._connection()))
+        with self._read():
+            return read(SqliteUnit(self._connection()))
+
+    @contextmanager
+    def _read(self) -> Generator[None]:
+        with self._reads:
+            if self._closed:
+                raise StoreError("the store is closed")
+            self._reading += 1
+        try:
+            yield
+        finally:
+            with self._reads:
+                self._reading -= 1
+                self._reads.notify_all()
 
     def _rows(self, sql: str, *args: Any) -> list[Any]:
-        return [row[0] for row in self._connection().execute(sql, args).fetchall()]
+        with self._read():
+            return [row[0] for row in self._connection().execute(sql, args).fetchall()]
 
     # -- conversations and messages ------------------------------------------------------------
 
@@ -265,5 +286,6 @@ class SqliteStore(TransactionalStore, UnitReads):
 
     def dump(self) -> list[tuple[str, str, str]]:
         """Every row, for tests that prove a refused write changed nothing."""
-        rows = self._connection().execute("SELECT part, sk, body FROM records ORDER BY part, sk").fetchall()
+        with self._read():
+            rows = self._connection().execute("SELECT part, sk, body FROM records ORDER BY part, sk").fetchall()
         return [(str(p), str(s), str(b)) for p, s, b in rows]

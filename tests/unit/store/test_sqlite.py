@@ -81,6 +81,32 @@ def test_a_closed_store_refuses_every_call(tmp_path: Path) -> None:
         start(store, "r2")
 
 
+def test_closing_while_other_threads_read_lets_their_reads_end_first(tmp_path: Path) -> None:
+    # Closing a connection while another thread runs a statement on it crashed the process (a
+    # segfault in a browser test's teardown, its engine threads still reading the run).
+    store = SqliteStore(tmp_path / "stepline.db")
+    start(store)
+    outcomes: list[str] = []
+    reading = threading.Barrier(5)
+
+    def read() -> None:
+        reading.wait()
+        try:
+            while True:
+                store.get_run(USER, "r1")
+        except StoreError as error:
+            outcomes.append(str(error))
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    reading.wait()
+    store.close()
+    for thread in threads:
+        thread.join(10)
+    assert outcomes == ["the store is closed"] * 4
+
+
 def test_expired_delta_batches_are_purged_and_boundary_events_kept(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "stepline.db", delta_retention_ms=1_000)
     start(store)
