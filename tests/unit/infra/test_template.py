@@ -217,7 +217,12 @@ def test_every_function_has_its_own_timeout_memory_and_the_shared_layer(source: 
         # Powertools (Logger, Metrics) comes with the shared layer: its public layer bundles the X-Ray SDK.
         assert all("Powertools" not in _sub_text(layer) for layer in layers), layers
     layer = source["Resources"]["SharedLayer"]
-    assert layer["Metadata"] == {"BuildMethod": "python3.13", "BuildArchitecture": "arm64"}
+    # built by shared/stepline/stack/Makefile: wheels for the runtime, then bytecode compiled in
+    assert layer["Metadata"] == {
+        "BuildMethod": "makefile",
+        "ContextPath": "shared/stepline/stack/",
+        "BuildArchitecture": "arm64",
+    }
 
 
 def test_function_environment(translated: Template) -> None:
