@@ -3,31 +3,11 @@
 // conversation the server answers).
 // Input (stdin): {"base", "chatId"}. Output (stdout): {"stages": {name: {messages, status, error}}}.
 import { readFileSync } from 'node:fs';
-import { AbstractChat, DefaultChatTransport } from 'ai';
+import { DefaultChatTransport } from 'ai';
+import { Chat } from './memory_chat.mjs';
 
 const scenario = JSON.parse(readFileSync(process.argv[2] ?? 0, 'utf8'));
 
-class MemoryChatState {
-  status = 'ready';
-  error = undefined;
-  messages = [];
-  pushMessage = message => {
-    this.messages = this.messages.concat(message);
-  };
-  popMessage = () => {
-    this.messages = this.messages.slice(0, -1);
-  };
-  replaceMessage = (index, message) => {
-    this.messages = [...this.messages.slice(0, index), message, ...this.messages.slice(index + 1)];
-  };
-  snapshot = thing => structuredClone(thing);
-}
-
-class Chat extends AbstractChat {
-  constructor(init) {
-    super({ ...init, state: new MemoryChatState() });
-  }
-}
 
 const chat = new Chat({
   id: scenario.chatId,

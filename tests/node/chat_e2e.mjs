@@ -9,11 +9,11 @@
 // Output (stdout): one JSON object: {messages, statuses, finishes, errors, requests, steps, ...}.
 import { readFileSync } from 'node:fs';
 import {
-  AbstractChat,
   DefaultChatTransport,
   lastAssistantMessageIsCompleteWithApprovalResponses,
   lastAssistantMessageIsCompleteWithToolCalls,
 } from 'ai';
+import { Chat } from './memory_chat.mjs';
 
 const STEP_TIMEOUT_MS = 20_000;
 const scenario = JSON.parse(readFileSync(process.argv[2] ?? 0, 'utf8'));
@@ -22,36 +22,6 @@ const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
 
 // What the run recorded: every status change, onFinish/onError call, HTTP request and side call.
 const log = { statuses: [], finishes: [], errors: [], requests: [], aborts: [], webhooks: [], steps: [] };
-
-// A minimal ChatState, as @ai-sdk/react's keeps it (immutable message list, structuredClone snapshots).
-class MemoryChatState {
-  #status = 'ready';
-  error = undefined;
-  messages = [];
-  get status() {
-    return this.#status;
-  }
-  set status(status) {
-    if (status !== this.#status) log.statuses.push(status);
-    this.#status = status;
-  }
-  pushMessage = message => {
-    this.messages = this.messages.concat(message);
-  };
-  popMessage = () => {
-    this.messages = this.messages.slice(0, -1);
-  };
-  replaceMessage = (index, message) => {
-    this.messages = [...this.messages.slice(0, index), message, ...this.messages.slice(index + 1)];
-  };
-  snapshot = thing => structuredClone(thing);
-}
-
-class Chat extends AbstractChat {
-  constructor(init) {
-    super({ ...init, state: new MemoryChatState() });
-  }
-}
 
 // -- fetch: records every request; can cut a response after N SSE events, or abort the run after N ----
 
@@ -151,6 +121,7 @@ const automatic = {
 
 const chat = new Chat({
   id: scenario.chatId,
+  onStatus: status => log.statuses.push(status),
   transport: new DefaultChatTransport({ api: scenario.base + '/api/chat', fetch: recordingFetch, body: scenario.body }),
   sendAutomaticallyWhen: automatic,
   onFinish: ({ message, isAbort, isDisconnect, isError, finishReason }) =>

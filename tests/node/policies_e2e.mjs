@@ -4,33 +4,13 @@
 //   tab per entry of `then` sends its text with `body: {onNewMessage: policy}` (all at once, in order).
 // Output (stdout): {"tabs": [{messages, status, error, finishes}]}, tab A first.
 import { readFileSync } from 'node:fs';
-import { AbstractChat, DefaultChatTransport } from 'ai';
+import { DefaultChatTransport } from 'ai';
+import { Chat } from './memory_chat.mjs';
 
 const TIMEOUT_MS = 30_000;
 const scenario = JSON.parse(readFileSync(process.argv[2] ?? 0, 'utf8'));
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
 
-class MemoryChatState {
-  status = 'ready';
-  error = undefined;
-  messages = [];
-  pushMessage = message => {
-    this.messages = this.messages.concat(message);
-  };
-  popMessage = () => {
-    this.messages = this.messages.slice(0, -1);
-  };
-  replaceMessage = (index, message) => {
-    this.messages = [...this.messages.slice(0, index), message, ...this.messages.slice(index + 1)];
-  };
-  snapshot = thing => structuredClone(thing);
-}
-
-class Chat extends AbstractChat {
-  constructor(init) {
-    super({ ...init, state: new MemoryChatState() });
-  }
-}
 
 function tab(body) {
   const record = { finishes: [] };
