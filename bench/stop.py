@@ -27,20 +27,19 @@ import argparse
 import json
 import math
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Generator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.ttft import server
 from stepline.protocol._json import loads_strict
 from stepline.protocol.sse import SseDecoder
 
@@ -72,40 +71,6 @@ def book(pace_ms: float) -> dict[str, object]:
 
 def full_text(count: int) -> str:
     return "".join(f"w{i} " for i in range(count))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def stepline_dev(args: list[str], env: dict[str, str]) -> Generator[str]:
-    port = free_port()
-    command = [sys.executable, "-m", "stepline.cli", "dev", *args, "--port", str(port)]
-    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"stepline dev exited: {process.stderr.read().decode() if process.stderr else ''}")
-            try:
-                if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("stepline dev did not answer in 120 s")
-            time.sleep(0.1)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 @dataclass
@@ -272,7 +237,10 @@ def main() -> None:
         stops: list[Stop] = []
         ends: list[float] = []
         rtts: list[float] = []
-        with stepline_dev(storage, env) as url, httpx.Client(timeout=httpx.Timeout(30, read=None)) as client:
+        with (
+            server([sys.executable, "-m", "stepline.cli", "dev", *storage], env) as url,
+            httpx.Client(timeout=httpx.Timeout(30, read=None)) as client,
+        ):
             one_stop(client, url, "warm-stop")
             natural_end(client, url, "warm-end")
             for n in range(args.runs):
