@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,30 +82,38 @@ def test_a_closed_store_refuses_every_call(tmp_path: Path) -> None:
         start(store, "r2")
 
 
-def test_closing_while_other_threads_read_lets_their_reads_end_first(tmp_path: Path) -> None:
-    # Closing a connection while another thread runs a statement on it crashed the process (a
-    # segfault in a browser test's teardown, its engine threads still reading the run).
+def test_close_lets_a_read_in_flight_end_on_an_open_connection(tmp_path: Path) -> None:
+    # Closing a connection while another thread ran a statement on it crashed a test worker (a
+    # segfault at a browser stack's teardown, its engine threads still reading). A read is held
+    # inside the store until `close` has begun; it must still end on its open connection.
     store = SqliteStore(tmp_path / "stepline.db")
     start(store)
-    outcomes: list[str] = []
-    reading = threading.Barrier(5)
+    inside, release = threading.Event(), threading.Event()
+    read: list[object] = []
 
-    def read() -> None:
-        reading.wait()
+    def held(unit: Any) -> object:
+        inside.set()
+        release.wait(10)
+        return unit.run(USER, "r1")
+
+    def reader() -> None:
         try:
-            while True:
-                store.get_run(USER, "r1")
-        except StoreError as error:
-            outcomes.append(str(error))
+            read.append(store._peek(held))  # pyright: ignore[reportPrivateUsage]
+        except Exception as error:
+            read.append(error)
 
-    threads = [threading.Thread(target=read) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    reading.wait()
-    store.close()
+    threads = [threading.Thread(target=reader)]
+    threads[0].start()
+    assert inside.wait(10)
+    threads.append(threading.Thread(target=store.close))
+    threads[1].start()
+    threads[1].join(1)  # the closing has begun (before the fix it closed the connection here)
+    release.set()
     for thread in threads:
         thread.join(10)
-    assert outcomes == ["the store is closed"] * 4
+    assert [getattr(r, "run_id", r) for r in read] == ["r1"]
+    with pytest.raises(StoreError, match="closed"):
+        store.get_run(USER, "r1")
 
 
 def test_expired_delta_batches_are_purged_and_boundary_events_kept(tmp_path: Path) -> None:
