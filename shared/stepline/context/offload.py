@@ -66,12 +66,16 @@ def offload_outputs(state: LoopState, *, blobs: BlobStore, user_id: str, above: 
             parts.append(part.model_copy(update={"output": TextOutput(value=stored(text))}))
         return message.model_copy(update={"content": parts}) if parts != list(message.content) else message
 
+    previews: dict[str, str] = {}  # one output is in the prompt and twice in its step's record: one put
+
     def stored(text: str) -> str:
         nonlocal changed
-        data = text.encode("utf-8")
-        blobs.put(user_id, data, media_type="text/plain; charset=utf-8", kind=OUTPUTS_KIND)
         changed = True
-        return preview(text, sha256_hex(data))
+        if text not in previews:
+            data = text.encode("utf-8")
+            blobs.put(user_id, data, media_type="text/plain; charset=utf-8", kind=OUTPUTS_KIND)
+            previews[text] = preview(text, sha256_hex(data))
+        return previews[text]
 
     def convert_step(step: StepRecord) -> StepRecord:
         results: list[ToolResultRecord] = []

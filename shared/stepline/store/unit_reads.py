@@ -73,8 +73,7 @@ class UnitReads(ABC):
     def list_steps(self, user_id: str, run_id: str, *, from_step: int = 0) -> list[StepRecordRow]:
         """The run's step records from `from_step` on, in step order (NotFound: not the user's run)."""
         self.get_run(user_id, run_id)
-        steps = self._peek(lambda u: u.run_steps(user_id, run_id, from_step))
-        return sorted((s for s in steps if s.step_index >= from_step), key=lambda s: s.step_index)
+        return sorted(self._peek(lambda u: u.run_steps(user_id, run_id, from_step)), key=lambda s: s.step_index)
 
 
 def offset_cursor(cursor: str | None) -> int:

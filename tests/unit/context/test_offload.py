@@ -7,7 +7,7 @@ from typing import Any
 
 from stepline.context.offload import PREVIEW_HEAD, has_handles, offload_outputs
 from stepline.context.read_output import MAX_LENGTH, read_output
-from stepline.loop.state import LoopState
+from stepline.loop.state import LoopState, StepRecord, ToolResultRecord
 from stepline.loop.tools import ToolContext
 from stepline.protocol.model_messages import (
     AssistantModelMessage,
@@ -97,3 +97,32 @@ def test_another_user_cannot_read_an_output_and_a_bad_handle_is_named() -> None:
     assert _read(blobs, "alice", handle=handle, length=10)["text"] == "x" * 10
     assert "no output" in _read(blobs, "mallory", handle=handle)["error"]
     assert "unknown handle" in _read(blobs, "alice", handle="../../users/alice")["error"]
+
+
+class CountingBlobs(MemoryBlobStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.puts = 0
+
+    def put(self, *args: Any, **kwargs: Any) -> Any:
+        self.puts += 1
+        return super().put(*args, **kwargs)
+
+
+def test_an_earlier_step_s_record_keeps_the_preview_and_each_output_is_stored_once() -> None:
+    big = "x" * 30_000
+    state = _state(big)
+    result = ToolResultRecord(tool_call_id="c1", tool_name="dump", output=big)
+    earlier = StepRecord(
+        step_number=0, finish_reason="tool-calls", tool_results=[result], response_messages=state.response_messages
+    )
+    last = earlier.model_copy(update={"step_number": 1})
+    blobs = CountingBlobs()
+    done = offload_outputs(
+        state.model_copy(update={"steps": [earlier, last]}), blobs=blobs, user_id="alice", above=20_000
+    )
+    shown = _result_text(done)
+    assert done.steps[0].tool_results[0].output == shown  # what the model saw, not the output
+    assert has_handles(done.steps[0].response_messages)
+    assert done.steps[1] == last  # the last step's record stays whole (its results are the ledger's)
+    assert blobs.puts == 1  # in the prompt and twice in the earlier step: one object, stored once
