@@ -193,24 +193,23 @@ class _Handler(BaseHTTPRequestHandler):
         elif isinstance(count, ErrorReply):
             self._error(count)
         else:
-            payload = json.dumps({"input_tokens": count}).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+            self._json(200, {"input_tokens": count})
 
     def _authenticated(self) -> bool:
         key = self.server_fake.api_key
         return key is None or key in (self.headers.get("x-api-key"), self.headers.get("authorization", "")[7:])
 
     def _error(self, reply: ErrorReply) -> None:
-        payload = json.dumps({"type": "error", "error": {"type": reply.error_type, "message": reply.message}}).encode()
-        self.send_response(reply.status)
+        body = {"type": "error", "error": {"type": reply.error_type, "message": reply.message}}
+        self._json(reply.status, body, reply.headers)
+
+    def _json(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        payload = json.dumps(body).encode()
+        self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(payload)))
         self.send_header("request-id", "req_fake")
-        for name, value in reply.headers.items():
+        for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(payload)
