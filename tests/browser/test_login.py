@@ -245,8 +245,11 @@ def test_an_expired_token_is_renewed_with_the_refresh_token_without_a_new_sign_i
     assert ui.settled_answer() == HELLO
     assert len(ui.refreshes()) == 2
     assert len(ui.sign_ins()) == 1, "no new sign-in: the refresh token sufficed"
+    # Requests already on their way when the token was refused carry it too (the sidebar's poll):
+    # each is refused once, and they share the one renewal counted above.
     rejected = [r for r in ui.api_requests if r.headers.get("authorization") == f"Bearer {forged(renewed)}"]
-    assert [r.response().status for r in rejected if r.response()] == [401]  # type: ignore[union-attr]
+    statuses = [response.status for r in rejected if (response := r.response())]
+    assert statuses and set(statuses) == {401}, statuses
     with ui.stack.api(ui.id_token()) as alice:
         stored = alice.get(f"/api/conversations/{ui.chat_id}").json()
     assert [m["role"] for m in stored["messages"]] == ["user", "assistant", "user", "assistant"]
@@ -264,7 +267,9 @@ def test_a_refused_token_without_a_refresh_leads_to_a_fresh_sign_in_back_to_the_
     # own session has ended (its cookies are gone), so the provider asks who this is again.
     ui.change_stored_user(id_token=forged(token), refresh_token="revoked")
     ui.page.context.clear_cookies()
-    ui.send("are you still there")
+    # The next API request finds out (the sidebar's re-read on focus: any request would, the
+    # poll's among them, so the test does not race it by typing a message).
+    ui.page.evaluate("() => window.dispatchEvent(new Event('focus'))")
     ui.sign_in("alice")
     assert len(ui.sign_ins()) == 2
     # Back on the same conversation, with what the server stored of it.
@@ -328,6 +333,57 @@ def test_sign_out_through_a_cognito_style_logout_url(ui: LoginUi) -> None:
     assert asked == [{"client_id": [CLIENT_ID], "logout_uri": [f"{ui.stack.origin}/"]}]
     assert ui.page.evaluate(f"() => {STORED_USER} ?? null") is None
     assert_clean_console(ui)
+
+
+def test_a_view_that_rereads_while_sign_out_is_under_way_sends_nothing_without_the_token(ui: LoginUi) -> None:
+    """Sign-out forgets the tokens, then the page leaves for the provider. A sidebar answer that
+    lands in between (its request went out signed in) re-renders the views, and the usage view
+    re-reads: that read must not go out without a token (the teardown checks every request)."""
+    logout = f"{ui.stack.issuer}/logout"
+    listings: list[Route] = []
+    leaving: list[Route] = []
+
+    def with_logout_url(route: Route) -> None:
+        response = route.fetch()
+        body = response.json()
+        body["auth"]["logoutUrl"] = logout
+        route.fulfill(response=response, json=body)
+
+    def hold_listing(route: Route) -> None:
+        listings.append(route)
+
+    def at_logout(route: Route) -> None:
+        # The page is on its way out, its tokens gone: now the sidebar's answer lands, with a
+        # conversation it has not shown (the views re-render). The page stays until released.
+        late = {
+            "id": "conv-late",
+            "title": "Arrived late",
+            "status": "idle",
+            "activeRunId": None,
+            "createdAt": 1,
+            "updatedAt": 1,
+        }
+        for listing in listings:
+            listing.fulfill(json={"conversations": [late]})
+        leaving.append(route)
+
+    ui.page.route(f"{ui.stack.origin}/config.json", with_logout_url)
+    ui.open()
+    ui.sign_in("alice")
+    expect(ui.page.get_by_test_id("usage")).to_be_visible()
+    ui.page.route(re.compile(re.escape(ui.stack.origin) + r"/api/conversations\?"), hold_listing)
+    ui.page.route(re.compile(re.escape(logout) + r"\?"), at_logout)
+    with ui.page.expect_request(re.compile(r"/api/conversations\?")):
+        ui.page.evaluate("() => window.dispatchEvent(new Event('focus'))")  # the sidebar re-reads
+    # (a click in the page: Playwright's own would wait for the navigation it starts, held here)
+    ui.page.evaluate("() => document.querySelector('[data-testid=sign-out]').click()")
+    while not leaving:
+        ui.page.wait_for_timeout(50)
+    ui.page.wait_for_timeout(1000)  # the views re-render and re-read (microtasks away) meanwhile
+    leaving[0].fulfill(status=302, headers={"location": f"{ui.stack.origin}/"})
+    expect(ui.page.get_by_test_id("signin-page")).to_contain_text("You are signed out.")
+    usage_reads = [r for r in ui.api_requests if "/api/usage" in r.url]
+    assert usage_reads and all(JWT.match(r.headers.get("authorization", "")) for r in usage_reads)
 
 
 def test_a_callback_that_does_not_match_a_sign_in_says_so_and_offers_another(ui: LoginUi) -> None:

@@ -36,6 +36,8 @@ let manager: UserManager | undefined;
 let config: AuthConfig | undefined;
 let renewal: Promise<User | null> | undefined;
 let redirecting: Promise<void> | undefined;
+/** Sign-out has begun: the page is leaving, and no request may start a sign-in on its way out. */
+let leaving = false;
 
 function here(): string {
   return window.location.pathname;
@@ -147,6 +149,11 @@ export function renewed(): Promise<User | null> {
   return renewal;
 }
 
+/** Sign-out has begun (the tokens are gone or going, the page is on its way to the provider). */
+export function signingOut(): boolean {
+  return leaving;
+}
+
 /** The ID token to send as `Authorization: Bearer`, renewed first when it is about to expire. */
 export async function bearer(): Promise<string | undefined> {
   if (!manager) return undefined;
@@ -164,6 +171,7 @@ export async function bearer(): Promise<string | undefined> {
  */
 export async function signOut(): Promise<void> {
   if (!manager || !config) return;
+  leaving = true;
   window.sessionStorage.setItem(SIGNED_OUT_KEY, '1');
   if (config.logoutUrl) {
     await manager.removeUser();

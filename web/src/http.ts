@@ -3,7 +3,7 @@
 // refused) is answered by renewing the token once and sending again; when that fails the browser
 // goes to the provider's sign-in and comes back to the same page (the conversation is on the
 // server; the page reopens it), and the request never settles, as the page is leaving.
-import { authEnabled, bearer, renewed, signIn } from './auth';
+import { authEnabled, bearer, renewed, signIn, signingOut } from './auth';
 
 let apiBase = '';
 
@@ -55,16 +55,44 @@ async function send(input: RequestInfo | URL, init?: RequestInit): Promise<Respo
   }
 }
 
-/** `fetch` for the API: the token on it, a 401 renewed once, else a new sign-in. */
+/** The last token the API refused: a request that would carry it waits for the renewal instead. */
+let refused: string | undefined;
+
+/** The token to send: none when there is no session (and none renews), never one already refused. */
+async function usableToken(): Promise<string | undefined> {
+  const token = await bearer();
+  if (token && token !== refused) return token;
+  const user = await renewed();
+  return user?.id_token && user.id_token !== refused ? user.id_token : undefined;
+}
+
+/** A request that is never sent: the page is leaving (to sign in, or signed out). */
+function leave(): Promise<Response> {
+  return new Promise<Response>(() => undefined);
+}
+
+/**
+ * `fetch` for the API: the token on it, a 401 renewed once, else a new sign-in. With sign-in on,
+ * a request is never sent without a token (the API would only refuse it), nor with one the API
+ * has refused (it waits for the renewal, which concurrent requests share): with no session it
+ * renews, else signs in; once sign-out has begun (a view re-reading as the tokens go) it is dropped.
+ */
 export async function apiFetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
   if (!authEnabled()) return send(input, init);
-  const response = await send(input, withToken(init, await bearer()));
-  if (response.status !== 401) return response;
-  const user = await renewed();
-  if (user?.id_token) {
-    const again = await send(input, withToken(init, user.id_token));
-    if (again.status !== 401) return again;
+  if (signingOut()) return leave();
+  const token = await usableToken();
+  if (signingOut()) return leave();
+  if (token) {
+    const response = await send(input, withToken(init, token));
+    if (response.status !== 401) return response;
+    refused = token;
+    const renewedToken = await usableToken(); // another request's renewal, or this one's
+    if (renewedToken) {
+      const again = await send(input, withToken(init, renewedToken));
+      if (again.status !== 401) return again;
+      refused = renewedToken;
+    }
   }
-  await signIn();
-  return new Promise<Response>(() => undefined);
+  if (!signingOut()) await signIn();
+  return leave();
 }
