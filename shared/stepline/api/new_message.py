@@ -6,8 +6,9 @@ The policy is the agent's (`Agent.on_new_message`), or the request's body field 
 - `reject`: a 409 saying which run works and on which message;
 - `queue`: the message waits (`runtime.inbox`); the response streams its run from its start,
   once the current run has ended;
-- `interrupt`: the current run is asked to stop at its next safe point (`runtime.safe_point`) and
-  the message is queued first; the response streams its run once the current one has stopped;
+- `interrupt`: the message is queued first and the current run is asked to stop at its next safe
+  point (`runtime.safe_point`), in one write; the response streams its run once the current one
+  has stopped;
 - `steer`: the message is handed to the running loop for its next step boundary; the response
   streams the same run's assistant message from its start (the sender may have none of it), with
   the `steering-message` part where the model read the message.
@@ -93,14 +94,12 @@ def while_working(
             mode="steer" if policy == "steer" else "queue",
             active_run_id=active.run_id,
             context=context,
-            first=policy == "interrupt",
+            interrupt=INTERRUPTED if policy == "interrupt" else None,
         )
     except (NoActiveRun, ActiveRunExists):
         raise RunEnded from None
     except Conflict as error:
         raise ApiError(409, f"messages: message id {message.id} is already in this chat") from error
-    if policy == "interrupt":
-        services.store.request_abort(user_id, active.run_id, reason=INTERRUPTED)
     if entry.mode == "queue":
         return entry.run_id, entry.message_id, [], None
     run = services.store.get_run(user_id, active.run_id)

@@ -3,8 +3,9 @@
 - **queue**: the message waits in the conversation's inbox with the ids of the run that will
   answer it; when the active run ends, `start_next` starts that run (the first waiting message,
   in the order they came; its entry leaves the inbox in the same write that starts the turn).
-- **interrupt**: the active run is asked to stop at its next safe point and the message is queued
-  first, so it is answered as soon as the run has stopped.
+- **interrupt**: the message is queued first and the active run is marked to stop at its next safe
+  point, in one write (`store.enqueue_message` with `interrupt`), so it is answered as soon as the
+  run has stopped.
 - **steer**: the message waits for the running run's next step boundary, where `deliver_steers`
   moves it into the run's state (a user message after the tool results, before the next model
   call) and its event log (a `steering-message` part of the same assistant message). A message the run
@@ -48,12 +49,13 @@ def enqueue(
     mode: Literal["queue", "steer"],
     active_run_id: str,
     context: dict[str, JsonValue],
-    first: bool = False,
+    interrupt: str | None = None,
 ) -> InboxEntry:
     """Queue `message` behind the active run, or (`steer`) for it; the same message again is the stored entry.
 
-    Raises `NoActiveRun` (the run ended meanwhile: start a turn instead), `Conflict` (the message
-    id is taken).
+    `interrupt` (a stop reason): the message goes first and the active run is marked to stop, in
+    the same write. Raises `NoActiveRun` (the run ended meanwhile: start a turn instead),
+    `ActiveRunExists` (another run is active now), `Conflict` (the message id is taken).
     """
     steer = mode == "steer"
     entry = InboxEntry(
@@ -66,7 +68,8 @@ def enqueue(
         context=context,
         queued_at=services.clock(),
     )
-    return services.store.enqueue_message(user_id, conversation_id, entry, now=services.clock(), first=first)
+    stop = None if interrupt is None else (active_run_id, interrupt)
+    return services.store.enqueue_message(user_id, conversation_id, entry, now=services.clock(), interrupt=stop)
 
 
 def answering_run(entry: InboxEntry) -> str:

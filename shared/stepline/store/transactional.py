@@ -61,9 +61,15 @@ class TransactionalStore(ABC):
         return self._do(lambda u: branch_ops.switch_branch(u, user_id, conversation_id, message_id, mark=mark, now=now))
 
     def enqueue_message(
-        self, user_id: str, conversation_id: str, entry: InboxEntry, *, now: int, first: bool = False
+        self,
+        user_id: str,
+        conversation_id: str,
+        entry: InboxEntry,
+        *,
+        now: int,
+        interrupt: tuple[str, str] | None = None,
     ) -> InboxEntry:
-        return self._do(lambda u: inbox_ops.enqueue(u, user_id, conversation_id, entry, now=now, first=first))
+        return self._do(lambda u: inbox_ops.enqueue(u, user_id, conversation_id, entry, now=now, interrupt=interrupt))
 
     def cancel_queued(self, user_id: str, conversation_id: str, message_id: str, *, now: int) -> InboxEntry:
         return self._do(lambda u: inbox_ops.cancel_queued(u, user_id, conversation_id, message_id, now=now))

@@ -10,9 +10,9 @@ delivered once, never lost, never twice).
 from __future__ import annotations
 
 from ..errors import ActiveRunExists, Conflict, NotFound
-from ..records import InboxEntry, StagedSteers, SteerBuilder
+from ..records import TERMINAL, InboxEntry, StagedSteers, SteerBuilder
 from ..unit import Unit
-from .common import DELTA_RETENTION_MS, get_conversation, live_run, stage_checkpoint, stage_events, update
+from .common import DELTA_RETENTION_MS, get_conversation, get_run, live_run, stage_checkpoint, stage_events, update
 
 __all__ = ["NoActiveRun", "cancel_queued", "enqueue", "take_steers"]
 
@@ -22,13 +22,23 @@ class NoActiveRun(Conflict):
 
 
 def enqueue(
-    unit: Unit, user_id: str, conversation_id: str, entry: InboxEntry, *, now: int, first: bool = False
+    unit: Unit,
+    user_id: str,
+    conversation_id: str,
+    entry: InboxEntry,
+    *,
+    now: int,
+    interrupt: tuple[str, str] | None = None,
 ) -> InboxEntry:
-    """Add `entry` behind the active run (`first`: before the others); the same message again returns it.
+    """Add `entry` behind the active run; the same message again returns it.
+
+    With `interrupt` (`(run id, stop reason)`) the entry goes before the others and that run, the
+    active one, is marked to stop with the reason, in the same write: an interrupt is never half
+    made (a message queued behind a run nobody stops, or a run stopped for a message not stored).
 
     Raises `NoActiveRun` when no run is active (start a turn instead), `ActiveRunExists` when a
-    steering message names a run that is no longer the active one, `Conflict` for a message id the
-    conversation already has.
+    steering message or an interrupt names a run that is no longer the active one, `Conflict` for
+    a message id the conversation already has.
     """
     conversation = get_conversation(unit, user_id, conversation_id)
     same = next((e for e in conversation.inbox if e.message_id == entry.message_id), None)
@@ -38,12 +48,18 @@ def enqueue(
         raise NoActiveRun(f"conversation {conversation_id} has no active run")
     if entry.mode == "steer" and entry.run_id != conversation.active_run_id:
         raise ActiveRunExists(conversation_id, conversation.active_run_id)
+    if interrupt is not None and interrupt[0] != conversation.active_run_id:
+        raise ActiveRunExists(conversation_id, conversation.active_run_id)
     if unit.message_id_taken(user_id, conversation_id, entry.message_id):
         raise Conflict(f"message id {entry.message_id} is already in this conversation")
+    if interrupt is not None:
+        run = get_run(unit, user_id, interrupt[0])
+        if run.status not in TERMINAL["run"] and run.cancel_reason is None:
+            unit.put(update(run, cancel_reason=interrupt[1], version=run.version + 1))
     unit.put(
         update(
             conversation,
-            inbox=[entry, *conversation.inbox] if first else [*conversation.inbox, entry],
+            inbox=[entry, *conversation.inbox] if interrupt is not None else [*conversation.inbox, entry],
             updated_at=now,
             version=conversation.version + 1,
         )
