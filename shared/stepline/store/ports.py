@@ -25,6 +25,7 @@ from .records import (
     ConversationRecord,
     EventRecord,
     InboxEntry,
+    Interrupt,
     MessageRecord,
     NewEvent,
     RunRecord,
@@ -178,18 +179,9 @@ class Store(Protocol):
         ...
 
     def enqueue_message(
-        self,
-        user_id: str,
-        conversation_id: str,
-        entry: InboxEntry,
-        *,
-        now: int,
-        interrupt: tuple[str, str] | None = None,
+        self, user_id: str, conversation_id: str, entry: InboxEntry, *, now: int, interrupt: Interrupt | None = None
     ) -> InboxEntry:
-        """Queue or steer a message behind the active run (`operations.inbox.enqueue`).
-
-        `interrupt` `(run id, reason)`: the message first and that run marked to stop, in one write.
-        """
+        """Queue or steer a message behind the active run; `interrupt`: first, that run marked to stop, in one write."""
         ...
 
     def cancel_queued(self, user_id: str, conversation_id: str, message_id: str, *, now: int) -> InboxEntry:

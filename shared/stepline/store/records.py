@@ -28,6 +28,7 @@ __all__ = [
     "ConversationStatus",
     "EventRecord",
     "InboxEntry",
+    "Interrupt",
     "MessageRecord",
     "MessageStatus",
     "NewEvent",
@@ -50,6 +51,8 @@ RunStatus = Literal[
 StepStatus = Literal["running", "completed", "failed", "interrupted"]
 ToolCallStatus = Literal["pending", "running", "awaiting_approval", "success", "denied", "expired", "error"]
 ApprovalStatus = Literal["requested", "processing", "approved", "denied", "expired"]
+Interrupt = tuple[str, str]
+"""`(run id, stop reason)`: the run an interrupting message stops (`Store.enqueue_message`)."""
 CheckpointReason = Literal["step_end", "approval_wait", "tool_end", "interrupted", "compaction"]
 
 TERMINAL: Final[dict[str, frozenset[str]]] = {
