@@ -66,7 +66,8 @@ def show(name: str, work: Workload, result: Result, quotas: Quotas, design: Desi
     lam = result.lam
     assert lam is not None and result.meters is not None
     print(f"\n  [{name}] {result.runs:,} runs: {result.completed:,} completed, {result.failed:,} failed, "
-          f"{result.refused:,} refused, {result.watchers_refused:,} watchers refused ({took:.1f} s to simulate)")  # fmt: skip
+          f"{result.refused:,} refused, {result.watchers_refused:,} watchers refused "
+          f"({took:.1f} s to simulate)")  # fmt: skip
     for limit, count in sorted(result.throttles.items()):
         print(f"    throttled  {limit:<34} {count:>10,}")
     if not result.throttles:
@@ -79,7 +80,8 @@ def show(name: str, work: Workload, result: Result, quotas: Quotas, design: Desi
     fns = lam.functions
     print(f"    Lambda peak concurrency: account {lam.peak:,} of {quotas.lambda_concurrency:,}; "
           f"{MODEL_STEP} {fns[MODEL_STEP].peak:,}, {STREAM} {fns[STREAM].peak if STREAM in fns else 0:,}; "
-          f"streaming runs peak {max(result.meters.streaming):,.0f}; open SSE streams peak {result.open_streams_peak:,}")  # fmt: skip
+          f"streaming runs peak {max(result.meters.streaming):,.0f}; "
+          f"open SSE streams peak {result.open_streams_peak:,}")  # fmt: skip
     for row in capacity_rows(result.meters, quotas):
         flag = "OVER" if row.over > 0 else "ok"
         print(f"    {row.meter:<38} peak {row.peak:>10,.0f}  capacity {row.capacity:>9,.0f}  "
