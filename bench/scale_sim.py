@@ -103,7 +103,7 @@ def print_limits() -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--scenario", default="day,peak,burst")
     parser.add_argument("--seconds", type=float, default=600.0, help="how long runs arrive (default 600)")
     parser.add_argument("--seed", type=int, default=1)

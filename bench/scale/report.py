@@ -56,6 +56,10 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[rank - 1]
 
 
+def _cold_starts(result: Result) -> int:
+    return sum(f.cold for f in result.lam.functions.values()) if result.lam is not None else 0
+
+
 def bill(result: Result, design: Design, prices: Prices = PRICES) -> dict[str, float]:
     """Dollars per meter for the whole replay (model tokens excluded)."""
     m = result.meters
@@ -74,6 +78,5 @@ def bill(result: Result, design: Design, prices: Prices = PRICES) -> dict[str, f
         "API Gateway": result.api_requests * prices.api_request,
         "Event API": operations * prices.event_operation + result.stream_seconds / 60 * prices.event_connection_minute,
         "EventBridge": result.eventbridge_events * EVENTBRIDGE_EVENT,
-        "Secrets Manager + SSM reads": sum(f.cold for f in (result.lam.functions.values() if result.lam else []))
-        * SECRETS_CALL,
+        "Secrets Manager + SSM reads": _cold_starts(result) * SECRETS_CALL,
     }
