@@ -142,12 +142,14 @@ class _Sim:
         return self.r
 
     def _schedule_arrivals(self) -> None:
+        """Poisson arrivals at `arrival_rate`, thinned to the linear ramp while it lasts."""
         w, t = self.work, 0.0
         while True:
-            rate = w.arrival_rate if w.ramp_s <= 0 or t >= w.ramp_s else max(w.arrival_rate * t / w.ramp_s, 1e-3)
-            t += self.rng.expovariate(rate)
+            t += self.rng.expovariate(w.arrival_rate)
             if t >= w.duration_s:
                 return
+            if w.ramp_s > 0 and t < w.ramp_s and self.rng.random() >= t / w.ramp_s:
+                continue
             shape = draw_run(self.rng, w)
             self.at(t, lambda now, s=shape: self._arrive(now, _Run(s, now, ready=now)))
 

@@ -118,3 +118,10 @@ def test_every_limit_names_a_source_and_how_it_was_checked() -> None:
     assert {limit.checked for limit in LIMITS} <= {"doc", "recalled"}
     assert all(limit.source and limit.default for limit in LIMITS)
     assert RECOMMENDED_QUOTAS.lambda_concurrency > DEFAULT_QUOTAS.lambda_concurrency
+
+
+def test_a_ramp_thins_the_arrivals_linearly() -> None:
+    work = Workload(arrival_rate=20.0, duration_s=200.0, ramp_s=100.0, approval_fraction=0.0)
+    result = simulate(work, Design(), DEFAULT_QUOTAS, seed=5)
+    # half the rate on average over the ramp, then the full rate: 20 · (50 + 100) = 3,000 expected
+    assert math.isclose(result.runs, 3_000, rel_tol=0.08)
