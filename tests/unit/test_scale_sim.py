@@ -1,0 +1,127 @@
+"""bench/scale: the limit models against closed forms, and the simulation against Little's law and its own limits.
+
+Seeded and small (a few hundred simulated runs), so fast and deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from bench.scale.limits import DEFAULT_QUOTAS, LIMITS, RECOMMENDED_QUOTAS
+from bench.scale.models import Lambda, TokenBucket, bucket_throttles, erlang_c, little
+from bench.scale.report import over_capacity, percentile
+from bench.scale.sim import MODEL_STEP, simulate
+from bench.scale.workload import Design, Workload
+
+
+def test_a_token_bucket_refuses_what_the_closed_form_says() -> None:
+    # demand 1,000 requests evenly over 10 s against rate 50/s, burst 100: 1,000 - 100 - 50·10 = 400 refused
+    bucket = TokenBucket(rate=50, burst=100)
+    demand, duration = 1_000, 10.0
+    for i in range(demand):
+        bucket.take(i * duration / demand)
+    expected = bucket_throttles(demand, duration, 50, 100)
+    assert expected == 400
+    assert abs(bucket.refused - expected) <= 2  # the last fraction of a token at the edges
+    assert bucket.taken + bucket.refused == demand
+
+
+def test_a_token_bucket_below_its_rate_refuses_nothing() -> None:
+    bucket = TokenBucket(rate=50, burst=1)
+    for i in range(500):
+        bucket.take(i * 0.025)  # 40/s
+    assert bucket.refused == 0
+    assert bucket_throttles(400, 10, 50, 1) == 0
+
+
+def test_a_reserved_token_waits_the_debt_over_the_rate() -> None:
+    bucket = TokenBucket(rate=10, burst=5)
+    waits = [bucket.reserve(0.0) for _ in range(15)]
+    assert waits[:5] == [0.0] * 5
+    assert all(math.isclose(w, k / 10) for w, k in zip(waits[5:], range(1, 11), strict=True))
+
+
+def test_lambda_scales_a_function_by_its_rate_and_stops_at_the_account_limit() -> None:
+    lam = Lambda(limit=1_500, per_10s=1_000)
+    started = [lam.acquire(0.0, "f") for _ in range(1_200)]
+    assert started.count("cold") == 1_000 and started.count(None) == 200  # 1,000 new environments at once
+    later = [lam.acquire(5.0, "f") for _ in range(600)]
+    assert later.count("cold") == 500  # refilled at 100/s for 5 s, then the account's 1,500 is reached
+    assert lam.busy == 1_500 and lam.peak == 1_500
+    lam.release("f")
+    assert lam.acquire(5.0, "g") == "cold"  # another function scales on its own rate within the account
+    assert lam.acquire(5.0, "f") is None
+    lam.release("g")
+    assert lam.acquire(5.0, "f") == "warm"  # f's idle environment is reused, no scaling token needed
+
+
+def test_reserved_concurrency_is_the_function_own() -> None:
+    lam = Lambda(limit=10)
+    lam.function("reserved", reserved=4)
+    assert [lam.acquire(0.0, "other") for _ in range(7)].count(None) == 1  # 10 - 4 reserved
+    assert [lam.acquire(0.0, "reserved") for _ in range(5)].count(None) == 1
+
+
+def test_erlang_c_matches_known_values() -> None:
+    assert math.isclose(erlang_c(1, 0.5), 0.5)  # M/M/1: P(wait) = ρ
+    assert math.isclose(erlang_c(2, 1.0), 1 / 3)
+    assert erlang_c(3, 3.0) == 1.0
+    assert math.isclose(little(11.6, 30.0), 348.0)
+
+
+def test_the_simulated_concurrency_follows_littles_law() -> None:
+    work = Workload(arrival_rate=5.0, duration_s=400.0, approval_fraction=0.0, watchers=((1, 1.0),))
+    result = simulate(work, Design(), DEFAULT_QUOTAS, seed=7)
+    assert result.failed == result.refused == 0 and not result.throttles
+    meters = result.meters
+    assert meters is not None
+    # runs streaming at once, in the steady part, against λ · (steps · mean stream seconds)
+    steady = meters.streaming[150:400]
+    expected = little(work.arrival_rate, work.mean_steps() * work.mean_stream_s())
+    assert math.isclose(sum(steady) / len(steady), expected, rel_tol=0.15)
+    assert result.completed == result.runs
+
+
+def test_the_same_seed_replays_the_same_result() -> None:
+    work = Workload(arrival_rate=3.0, duration_s=100.0)
+    one, two = (simulate(work, Design(), DEFAULT_QUOTAS, seed=3) for _ in range(2))
+    assert (one.runs, one.transitions, one.first_ttft_added) == (two.runs, two.transitions, two.first_ttft_added)
+
+
+def test_a_concurrency_limit_below_the_load_throttles_and_fails_runs_and_a_raised_one_does_not() -> None:
+    work = Workload(arrival_rate=20.0, duration_s=200.0, approval_fraction=0.0)
+    tight = simulate(work, Design(), replace(DEFAULT_QUOTAS, lambda_concurrency=150), seed=2)
+    assert tight.throttles.get(f"Lambda {MODEL_STEP}", 0) > 0
+    assert tight.failed > 0 or tight.refused > 0
+    assert max(tight.first_ttft_added + tight.step_ttft_added) >= 2.0  # the ASL's first retry waits 2 s
+    roomy = simulate(work, Design(), replace(DEFAULT_QUOTAS, lambda_concurrency=5_000), seed=2)
+    assert roomy.failed == roomy.refused == 0
+    assert f"Lambda {MODEL_STEP}" not in roomy.throttles
+
+
+def test_state_transitions_over_the_refill_rate_wait_in_line() -> None:
+    work = Workload(arrival_rate=20.0, duration_s=100.0, approval_fraction=0.0, watchers=((0, 1.0),))
+    slow = replace(DEFAULT_QUOTAS, sfn_transition_bucket=10, sfn_transition_rate=20)
+    result = simulate(work, Design(), slow, seed=4)
+    assert result.throttles.get("StateTransition (waited)", 0) > 0
+    assert percentile(result.step_ttft_added, 50) > 0.5
+    assert result.failed == 0  # transitions wait, they do not fail
+
+
+def test_the_capacity_meters_count_what_is_over_capacity() -> None:
+    assert over_capacity([1.0, 5.0, 12.0], 4.0) == 1.0 + 8.0
+    assert percentile([3.0, 1.0, 2.0, 4.0], 50) == 2.0 and percentile([], 99) == 0.0
+
+
+def test_every_limit_names_a_source_and_how_it_was_checked() -> None:
+    assert {limit.checked for limit in LIMITS} <= {"doc", "recalled"}
+    assert all(limit.source and limit.default for limit in LIMITS)
+    assert RECOMMENDED_QUOTAS.lambda_concurrency > DEFAULT_QUOTAS.lambda_concurrency
+
+
+def test_a_ramp_thins_the_arrivals_linearly() -> None:
+    work = Workload(arrival_rate=20.0, duration_s=200.0, ramp_s=100.0, approval_fraction=0.0)
+    result = simulate(work, Design(), DEFAULT_QUOTAS, seed=5)
+    # half the rate on average over the ramp, then the full rate: 20 · (50 + 100) = 3,000 expected
+    assert math.isclose(result.runs, 3_000, rel_tol=0.08)
