@@ -69,24 +69,40 @@ async def _chat(http: httpx.AsyncClient, token: str, chat_id: str, refusals: lis
 
     With `refusals`, a 429 is counted there and the chat sent again after its `Retry-After`.
     """
-    started = time.perf_counter()
-    first: float | None = None
-    decoder = SseDecoder()
     headers = {"authorization": f"Bearer {token}"}
     while True:
-        async with http.stream("POST", "/api/chat", json=_body(chat_id), headers=headers) as response:
-            if response.status_code == 429 and refusals is not None:
-                refusals.append(1)
-                await response.aread()
-                await asyncio.sleep(float(response.headers.get("retry-after", "1")))
+        try:
+            if await _attempt(http, chat_id, headers, refusals):
                 continue
-            if response.status_code != 200:
-                return None
-            async for text in response.aiter_text():
-                for event in decoder.feed(text):
-                    if first is None and '"text-delta"' in event.data:
-                        first = time.perf_counter() - started
-        return first
+        except httpx.TransportError:  # a pooled connection the server closed after a 429: sent again
+            if refusals is None:
+                raise
+            continue
+        _STARTED.pop(chat_id, None)
+        return _FIRST.pop(chat_id, None)
+
+
+_FIRST: dict[str, float] = {}
+_STARTED: dict[str, float] = {}
+
+
+async def _attempt(http: httpx.AsyncClient, chat_id: str, headers: dict[str, str], refusals: list[int] | None) -> bool:
+    """One POST; True: refused with a 429, to be sent again (its TTFT counts from the first POST)."""
+    started = _STARTED.setdefault(chat_id, time.perf_counter())
+    decoder = SseDecoder()
+    async with http.stream("POST", "/api/chat", json=_body(chat_id), headers=headers) as response:
+        if response.status_code == 429 and refusals is not None:
+            refusals.append(1)
+            await response.aread()
+            await asyncio.sleep(float(response.headers.get("retry-after", "1")))
+            return True
+        if response.status_code != 200:
+            return False
+        async for text in response.aiter_text():
+            for event in decoder.feed(text):
+                if chat_id not in _FIRST and '"text-delta"' in event.data:
+                    _FIRST[chat_id] = time.perf_counter() - started
+    return False
 
 
 async def _probes(http: httpx.AsyncClient, label: str, count: int) -> list[float]:

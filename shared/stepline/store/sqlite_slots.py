@@ -1,9 +1,10 @@
 """`SqliteSlots`: the working-run slots in the data folder's SQLite file (`stepline dev`).
 
-One row per lease (owner, run, expiry). A `take_one` drops the owner's expired leases, counts the
-live ones and writes its own in one `BEGIN IMMEDIATE` transaction: SQLite's single writer makes the
-check and the write atomic across threads and processes, as the condition of one `UpdateItem` does
-on DynamoDB.
+One row per lease (owner, run, expiry). A run the live leases already refuse is refused on a
+read, so a flood's refusals never queue for the write lock the runs' own writes use. Otherwise
+`take_one` drops the owner's expired leases, counts the live ones and writes its own in one
+`BEGIN IMMEDIATE` transaction: SQLite's single writer makes the check and the write atomic across
+threads and processes, as the condition of one `UpdateItem` does on DynamoDB.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class SqliteSlots:
 
     def take_one(self, cap: SlotCap, run_id: str, *, now_ms: int, lease_ms: int) -> bool:
         owner = _owner(cap.key)
+        if cap.cap is not None and refuses(cap, self.holders(cap.key, now_ms=now_ms), run_id, now_ms):
+            return False  # at the cap already: refused on a read, without waiting for the write lock
         with self._lock, closing(self._connect()) as connection:
             connection.execute("BEGIN IMMEDIATE")
             try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from moto import mock_aws
@@ -124,8 +125,9 @@ def test_counter_items_carry_a_ttl_past_their_period_on_dynamodb() -> None:
 
     with mock_aws():
         store, _ = make_dynamo_store()
-        client, table = store.counters.client, store.counters.table  # type: ignore[attr-defined]
-        ttl = client.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
+        client: Any = getattr(store.counters, "client")  # noqa: B009
+        table: str = getattr(store.counters, "table")  # noqa: B009
+        ttl: dict[str, Any] = client.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
         assert ttl["AttributeName"] == "expires_at" and ttl["TimeToLiveStatus"] == "ENABLED"
         minute = CounterKey("user", "ann", _minute(1_764_633_600_000))  # 2025-12-02T00:00
         assert store.counters.reserve([Ceiling(minute, "user_requests_per_minute", tokens=5)], 1, 0) is None
@@ -133,10 +135,12 @@ def test_counter_items_carry_a_ttl_past_their_period_on_dynamodb() -> None:
         store.slots.take_one(SlotCap(SlotKey("user", "ann"), "user_working_runs", 1), "r1", now_ms=0, lease_ms=1000)
 
         def expires(pk: str, sk: str) -> int:
-            item = client.get_item(TableName=table, Key={"pk": {"S": pk}, "sk": {"S": sk}})["Item"]
+            item: dict[str, Any] = client.get_item(TableName=table, Key={"pk": {"S": pk}, "sk": {"S": sk}})["Item"]
             return int(item["expires_at"]["N"])
 
-        at = lambda text: int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp())  # noqa: E731
+        def at(text: str) -> int:
+            return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp())
+
         assert expires("U#ann#USAGE", minute.period) == at("2025-12-02T00:01") + 3_600
         assert expires("U#ann#USAGE", DAY.period) == at("2025-12-03T00:00") + 35 * 86_400
         assert expires("U#ann#USAGE", MONTH.period) == at("2026-01-01T00:00") + 400 * 86_400
