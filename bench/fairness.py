@@ -1,6 +1,6 @@
 """Fairness on `stepline dev`: tenant B's time to first token, unloaded and while tenant A floods the server.
 
-    PYTHONPATH=shared .venv/bin/python bench/fairness.py [--flood 200] [--probes 20] [--memory]
+    PYTHONPATH=shared .venv/bin/python bench/fairness.py [--flood 200] [--probes 20] [--cap 8] [--memory]
 
 Black box: starts `python -m stepline.cli dev` as a subprocess (a data folder, SQLite; `--memory`:
 moto's memory) with two users, `tenant-a` and `tenant-b`, each its own tenant
@@ -12,9 +12,14 @@ first `text-delta` frame, measured for `--probes` chats one after the other:
 2. **loaded**: tenant A starts `--flood` chats at once (each streamed to its end by the client),
    and B's probes start as soon as A's requests are sent, while A's runs work.
 
-Printed side by side: p50 / p95 / max of B's TTFT unloaded and loaded, the added p95, and A's
-completed runs and wall time. The client shares the machine's cores with the server. Figures only;
-no assertions.
+Both are measured twice in one run, on two servers started one after the other: **without a cap**,
+and **with the cap on working runs** (`tenant_working_runs`, `--cap`, default 8): there A's
+requests past the cap get a 429 with `Retry-After`, and A's client starts each again after it (as a
+well-behaved client does), so A keeps the server busy at its cap until all its runs have streamed.
+
+Printed side by side: p50 / p95 / max of B's TTFT unloaded and loaded, the added p95, A's
+completed runs, its 429s and wall time, for each server. The client shares the machine's cores
+with the server. Figures only; no assertions.
 """
 
 from __future__ import annotations
@@ -59,20 +64,45 @@ def _body(chat_id: str) -> dict[str, object]:
     return {"id": chat_id, "messages": [message], "trigger": "submit-message"}
 
 
-async def _chat(http: httpx.AsyncClient, token: str, chat_id: str) -> float | None:
-    """One chat to its end; the seconds to its first text delta (None: it never streamed one)."""
-    started = time.perf_counter()
-    first: float | None = None
-    decoder = SseDecoder()
+async def _chat(http: httpx.AsyncClient, token: str, chat_id: str, refusals: list[int] | None = None) -> float | None:
+    """One chat to its end; the seconds to its first text delta (None: it never streamed one).
+
+    With `refusals`, a 429 is counted there and the chat sent again after its `Retry-After`.
+    """
     headers = {"authorization": f"Bearer {token}"}
+    while True:
+        try:
+            if await _attempt(http, chat_id, headers, refusals):
+                continue
+        except httpx.TransportError:  # a pooled connection the server closed after a 429: sent again
+            if refusals is None:
+                raise
+            continue
+        _STARTED.pop(chat_id, None)
+        return _FIRST.pop(chat_id, None)
+
+
+_FIRST: dict[str, float] = {}
+_STARTED: dict[str, float] = {}
+
+
+async def _attempt(http: httpx.AsyncClient, chat_id: str, headers: dict[str, str], refusals: list[int] | None) -> bool:
+    """One POST; True: refused with a 429, to be sent again (its TTFT counts from the first POST)."""
+    started = _STARTED.setdefault(chat_id, time.perf_counter())
+    decoder = SseDecoder()
     async with http.stream("POST", "/api/chat", json=_body(chat_id), headers=headers) as response:
+        if response.status_code == 429 and refusals is not None:
+            refusals.append(1)
+            await response.aread()
+            await asyncio.sleep(float(response.headers.get("retry-after", "1")))
+            return True
         if response.status_code != 200:
-            return None
+            return False
         async for text in response.aiter_text():
             for event in decoder.feed(text):
-                if first is None and '"text-delta"' in event.data:
-                    first = time.perf_counter() - started
-    return first
+                if chat_id not in _FIRST and '"text-delta"' in event.data:
+                    _FIRST[chat_id] = time.perf_counter() - started
+    return False
 
 
 async def _probes(http: httpx.AsyncClient, label: str, count: int) -> list[float]:
@@ -90,12 +120,14 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 async def measure(url: str, flood: int, probes: int) -> list[str]:
+    """B's TTFT unloaded and loaded, and A's flood, on one server."""
     limits = httpx.Limits(max_connections=flood + 20, max_keepalive_connections=flood + 20)
     async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as http:
         await _probes(http, "warm", 3)
         unloaded = await _probes(http, "unloaded", probes)
         started = time.perf_counter()
-        flood_tasks = [asyncio.create_task(_chat(http, "token-a", f"a-{n}")) for n in range(flood)]
+        refusals: list[int] = []
+        flood_tasks = [asyncio.create_task(_chat(http, "token-a", f"a-{n}", refusals)) for n in range(flood)]
         await asyncio.sleep(0)  # A's requests are on their way before B's first probe
         loaded = await _probes(http, "loaded", probes)
         done = await asyncio.gather(*flood_tasks)
@@ -109,7 +141,8 @@ async def measure(url: str, flood: int, probes: int) -> list[str]:
         ),
         f"added p95: {(_quantile(loaded, 0.95) - _quantile(unloaded, 0.95)) * ms:.1f} ms "
         f"({len(unloaded)} / {len(loaded)} probes streamed)",
-        f"tenant A: {sum(1 for d in done if d is not None)} of {flood} runs streamed, {wall:.1f} s wall",
+        f"tenant A: {sum(1 for d in done if d is not None)} of {flood} runs streamed, "
+        f"{len(refusals)} refused 429 and sent again, {wall:.1f} s wall",
     ]
     return rows
 
@@ -119,6 +152,7 @@ def main() -> None:
     parser.add_argument("--flood", type=int, default=200)
     parser.add_argument("--probes", type=int, default=20)
     parser.add_argument("--memory", action="store_true")
+    parser.add_argument("--cap", type=int, default=8, help="tenant_working_runs of the second server")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         book_path = Path(tmp) / "fairness-book.json"
@@ -132,11 +166,17 @@ def main() -> None:
             "STEPLINE_DEV_TOKENS": ",".join(f"{t}:{u}" for t, u in TOKENS.items()),
             "STEPLINE_TENANT_CLAIM": "sub",
         }
-        data = ["--memory"] if args.memory else ["--data", str(Path(tmp) / "data")]
         storage = "--memory (moto)" if args.memory else "a data folder (SQLite)"
         print(f"Python {sys.version.split()[0]}; tenant A floods {args.flood} runs; {args.probes} probes; {storage}")
-        with server([sys.executable, "-m", "stepline.cli", "dev", *data], env) as url:
-            print("\n".join(asyncio.run(measure(url, args.flood, args.probes))), flush=True)
+        for label, limits in (
+            ("no cap", ""),
+            (f"tenant_working_runs={args.cap}", f'{{"tenant_working_runs": {args.cap}}}'),
+        ):
+            data = ["--memory"] if args.memory else ["--data", str(Path(tmp) / f"data-{len(limits)}")]
+            with server(
+                [sys.executable, "-m", "stepline.cli", "dev", *data], {**env, "STEPLINE_LIMITS": limits}
+            ) as url:
+                print(f"\n[{label}]\n" + "\n".join(asyncio.run(measure(url, args.flood, args.probes))), flush=True)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException
 
 from ..errors import InvalidUIMessageError
 from ..runtime.budget_wait import BudgetDecisionForbidden
+from ..runtime.working_runs import TooManyRuns
 from ..store.errors import Conflict, Gone, NotFound
 
 __all__ = ["ApiError", "error_body", "error_response", "install_error_handlers"]
@@ -56,6 +57,11 @@ async def _api_error(_: Request, error: Exception) -> JSONResponse:
     return _answer(error.status, error.message)
 
 
+async def _too_many_runs(_: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, TooManyRuns)
+    return _answer(429, str(error), {"Retry-After": str(error.retry_after)})
+
+
 async def _invalid(_: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, RequestValidationError)
     problems: list[str] = []
@@ -78,5 +84,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Conflict, _by_status(409))  # DecisionConflict, ActiveRunExists, TerminalState
     app.add_exception_handler(InvalidUIMessageError, _by_status(400))
     app.add_exception_handler(BudgetDecisionForbidden, _by_status(403))
+    app.add_exception_handler(TooManyRuns, _too_many_runs)  # the cap on working runs: nothing started
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(HTTPException, _http_error)  # 401 from identity, 400/413 from `bodies`

@@ -196,6 +196,7 @@ def _begin(
         agent=caller.agent,
         claims=caller.claims or None,
         body=caller.body,
+        admit=True,
     )
     return ChatStream(run_id=started.run.run_id)
 

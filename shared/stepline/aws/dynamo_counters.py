@@ -3,7 +3,10 @@
 An owner's counters share a partition (`pk = U#{user}#USAGE` or `T#{tenant}#USAGE`); the sort key
 is the period (`day:2026-12-02`), followed by `#A#{agent}` for one agent's share. Attributes:
 `tokens`, `nanoUsd`, `calls`, `unpricedCalls` (spent), `committedTokens`, `committedNanoUsd` (spent plus the calls
-under way).
+under way), and `expires_at`, the item's TTL (epoch seconds, set on every write:
+`usage_counters.expiry_seconds`, the period's end plus an hour for a minute, five weeks for a day,
+400 days for a month), so the counters of past periods, the rate limits' minutes above all, do not
+pile up.
 
 A reservation is one `TransactWriteItems`: per counter an `ADD` of the worst case with the
 condition that the committed amount before it is at most the ceiling minus the worst case
@@ -17,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..store.usage_counters import Ceiling, CounterKey, CounterValue, settlements
+from ..store.usage_counters import Ceiling, CounterKey, CounterValue, expiry_seconds, settlements
 
 __all__ = ["DynamoCounters"]
 
@@ -63,7 +66,7 @@ class DynamoCounters:
         self.table = table
 
     def _reservation(self, ceiling: Ceiling, tokens: int, nano_usd: int) -> dict[str, Any]:
-        values: dict[str, Any] = {":t": _n(tokens), ":u": _n(nano_usd)}
+        values: dict[str, Any] = {":t": _n(tokens), ":u": _n(nano_usd), ":x": _n(expiry_seconds(ceiling.key.period))}
         conditions: list[str] = []
         # committed + worst <= ceiling, written as committed <= ceiling - worst (no arithmetic in conditions)
         if ceiling.tokens is not None:
@@ -75,7 +78,7 @@ class DynamoCounters:
         update: dict[str, Any] = {
             "TableName": self.table,
             "Key": _key(ceiling.key),
-            "UpdateExpression": "ADD committedTokens :t, committedNanoUsd :u",
+            "UpdateExpression": "SET expires_at = :x ADD committedTokens :t, committedNanoUsd :u",
             "ExpressionAttributeValues": values,
         }
         if conditions:
@@ -114,7 +117,7 @@ class DynamoCounters:
                 TableName=self.table,
                 Key=_key(key),
                 UpdateExpression=(
-                    "ADD tokens :t, nanoUsd :u, calls :one, unpricedCalls :np, "
+                    "SET expires_at = :x ADD tokens :t, nanoUsd :u, calls :one, unpricedCalls :np, "
                     "committedTokens :dt, committedNanoUsd :du"
                 ),
                 ExpressionAttributeValues={
@@ -124,6 +127,7 @@ class DynamoCounters:
                     ":np": _n(delta.unpriced_calls),
                     ":dt": _n(delta.committed_tokens),
                     ":du": _n(delta.committed_nano_usd),
+                    ":x": _n(expiry_seconds(key.period)),
                 },
             )
 

@@ -37,6 +37,7 @@ from ..store.records import (
 )
 from ..store.redacting_unit import RedactingUnit
 from ..store.redaction import ReasoningPolicy, Redactor
+from ..store.run_slots import RunSlots
 from ..store.transactional import TransactionalStore
 from ..store.unit import Record, Unit
 from ..store.unit_reads import UnitReads
@@ -44,6 +45,7 @@ from ..store.usage_counters import UsageCounters
 from .cursors import decode_cursor, encode_cursor
 from .dynamo_counters import DynamoCounters
 from .dynamo_items import KIND_OF, KINDS, num_attr, str_attr
+from .dynamo_slots import DynamoSlots
 from .dynamo_unit import DynamoUnit
 
 __all__ = ["DynamoStore"]
@@ -87,6 +89,7 @@ class DynamoStore(TransactionalStore, UnitReads):
         self._tails: dict[tuple[str, str], int] = {}
         """The last seq this store appended per run: where its next append goes, unread."""
         self.counters: UsageCounters = DynamoCounters(client, table=agent_table)
+        self.slots: RunSlots = DynamoSlots(client, table=agent_table)
 
     # -- encoding ----------------------------------------------------------------------------------
 

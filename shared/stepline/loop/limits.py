@@ -6,7 +6,8 @@ Per run: `run_tokens` (input plus output), `run_usd`, `run_tool_calls`, `run_ste
 per tenant, per UTC day and month, in tokens and USD: `user_day_tokens`, `user_day_usd`,
 `user_month_tokens`, `user_month_usd`, and the same with `tenant_`. Unset: no limit.
 Per deployment only (`STEPLINE_LIMITS`; an agent's are not read): `user_requests_per_minute` and
-`tenant_requests_per_minute`, the rate of `POST /api/chat` and `POST /api/runs` (`stepline.api.rate_limits`).
+`tenant_requests_per_minute`, the rate of `POST /api/chat` and `POST /api/runs` (`stepline.api.rate_limits`);
+`user_working_runs` and `tenant_working_runs`, the runs that may work at once (`stepline.runtime.working_runs`).
 `assumed_output_tokens` is the worst case of a call's output when the agent sets no
 `max_output_tokens`.
 
@@ -70,6 +71,8 @@ class Limits(BaseModel):
     tenant_month_usd: Usd | None = None
     user_requests_per_minute: Tokens | None = None
     tenant_requests_per_minute: Tokens | None = None
+    user_working_runs: Tokens | None = None
+    tenant_working_runs: Tokens | None = None
     assumed_output_tokens: Tokens = 4096
 
     def over(self, base: Limits | None) -> Limits:

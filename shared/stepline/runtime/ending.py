@@ -31,6 +31,7 @@ from ..store.records import (
     RunRecord,
 )
 from . import retries as retry_log
+from . import working_runs
 from .announce import announce_end
 from .callbacks import fire
 from .child_results import child_runs, report_end, usage_with_children
@@ -117,6 +118,7 @@ def _announce_end(services: Services, user_id: str, run_id: str) -> None:
     announce_end(services, user_id, run_id)
     report_end(services, user_id, run_id)
     run = services.store.get_run(user_id, run_id)
+    working_runs.release(services, run)  # every end, the reconciler's too, gives the run's slots back
     for child in child_runs(services, run):  # a parent that ended (aborted, failed, expired) stops its children
         if child.status not in TERMINAL["run"]:
             abort_run(services, user_id, child.run_id, reason="parent_ended")

@@ -108,6 +108,7 @@ def start_headless(services: Services, user_id: str, start: HeadlessStart) -> St
             claims=start.claims,
             body={"metadata": start.metadata},
             unattended=unattended,
+            admit=True,
         )
     except Conflict:
         if start.idempotency_key is not None:  # a start racing with the same key: the run it wrote

@@ -30,6 +30,7 @@ from ..store.records import (
 )
 from ..tools.context import RunContext
 from ..tracing.context import RunTrace
+from . import working_runs
 from .callbacks import fire
 from .ending import fail_run
 from .recorder import RunRecorder
@@ -58,6 +59,7 @@ def begin_turn(
     unattended: Mapping[str, JsonValue] | None = None,
     dequeue: str | None = None,
     parent: Mapping[str, JsonValue] | None = None,
+    admit: bool = False,
 ) -> TurnStarted:
     """Write the turn, its initial checkpoint and its `start` event, then start the workflow.
 
@@ -68,6 +70,8 @@ def begin_turn(
     is what a headless start records on the run (`stepline.runtime.headless`); `dequeue` is the
     waiting message (`runtime.inbox`) this turn answers, taken out of the inbox in the same write;
     `parent` links a child run to its parent's tool call (`stepline.runtime.children`).
+    `admit`: a turn started from outside, refused with `TooManyRuns` at the cap on working runs
+    before anything is written (`stepline.runtime.working_runs`).
     """
     store, now = services.store, services.clock()
     chosen = _turn_agent(services, user_id, conversation_id, agent)
@@ -87,27 +91,30 @@ def begin_turn(
         context["unattended"] = dict(unattended)
     if parent is not None:
         context["parent"] = dict(parent)
-    started = store.start_turn(
-        user_id,
-        TurnStart(
-            conversation_id=conversation_id,
-            run_id=run_id,
-            assistant_message_id=assistant_message_id,
-            user_message=user_message,
-            trigger="automation" if unattended is not None else "web",
-            provider=model.provider,
-            model=model.model_id,
-            agent=chosen.name,
-            agent_fingerprint=chosen.fingerprint(),
-            context=context,
-            title=title,
-            assistant_metadata=metadata,
-            branch=branch,
-            trace=run_trace.traceparent,
-            dequeue=dequeue,
-            now=now,
-        ),
+    turn = TurnStart(
+        conversation_id=conversation_id,
+        run_id=run_id,
+        assistant_message_id=assistant_message_id,
+        user_message=user_message,
+        trigger="automation" if unattended is not None else "web",
+        provider=model.provider,
+        model=model.model_id,
+        agent=chosen.name,
+        agent_fingerprint=chosen.fingerprint(),
+        context=context,
+        title=title,
+        assistant_metadata=metadata,
+        branch=branch,
+        trace=run_trace.traceparent,
+        dequeue=dequeue,
+        now=now,
     )
+    taken = working_runs.admit(services, user_id, claims, run_id) if admit else []
+    try:
+        started = store.start_turn(user_id, turn)
+    except BaseException:  # nothing was written: the leases go back at once
+        services.store.slots.release(taken, run_id)
+        raise
     with request_span(services, "stepline.start_run", started.run, _start_attributes(chosen, unattended)):
         _prepare_run(services, started, chosen, model, metadata)
     return started

@@ -32,7 +32,7 @@ from ..store.records import (
     StepRecordRow,
     ToolCallRecord,
 )
-from . import inbox, inspection
+from . import inbox, inspection, working_runs
 from . import retries as retry_log
 from .announce import announce_approvals, announce_question
 from .budget_wait import pending_ids, request_budget_approval
@@ -67,7 +67,10 @@ def delta_window_of(services: Services, run: RunRecord) -> float:
 
 def model_step(services: Services, user_id: str, run_id: str, *, invocation_id: str) -> dict[str, Any]:
     """Run the next step of a run (after applying what it waited for); returns `{"next": kind}`."""
-    return asyncio.run(_model_step(services, user_id, run_id, invocation_id))
+    reply = asyncio.run(_model_step(services, user_id, run_id, invocation_id))
+    if reply["next"] in ("await-approval", "await-client") and working_runs.capped(services):
+        working_runs.release(services, services.store.get_run(user_id, run_id))  # parked: its slots go back
+    return reply
 
 
 async def _model_step(services: Services, user_id: str, run_id: str, invocation_id: str) -> dict[str, Any]:
@@ -93,6 +96,7 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
     if undecided or unanswered:
         return _reply(run, "await-approval" if undecided else "await-client")
     run = store.mark_running(user_id, run_id, now=services.clock())
+    working_runs.hold(services, run)  # taken back after a wait, renewed between steps
     if not decisions and not outputs:  # a step boundary: the messages steering the run join it here
         state, checkpoint = inbox.deliver_steers(services, run, state, checkpoint)
     message = store.get_message(user_id, run.conversation_id, run.assistant_message_id)

@@ -27,6 +27,7 @@ from .records import (
 )
 from .redacting_unit import RedactingUnit
 from .redaction import ReasoningPolicy, Redactor
+from .run_slots import MemorySlots, RunSlots
 from .transactional import TransactionalStore
 from .unit import Record, Unit, record_key
 from .unit_reads import UnitReads, offset_cursor
@@ -129,6 +130,7 @@ class MemoryStore(TransactionalStore, UnitReads):
         self.delta_retention_ms = delta_retention_ms
         self.items: dict[Partition, dict[Any, Record]] = {}
         self.counters: UsageCounters = MemoryCounters()
+        self.slots: RunSlots = MemorySlots()
 
     def _do(self, operation: Callable[[_MemoryUnit], T]) -> T:
         with self._lock:

@@ -35,6 +35,7 @@ from .records import (
     StepRecordRow,
     ToolCallRecord,
 )
+from .run_slots import RunSlots
 from .usage_counters import UsageCounters
 
 __all__ = [
@@ -144,9 +145,10 @@ class Store(Protocol):
     """Durable state of conversations and runs."""
 
     @property
-    def counters(self) -> UsageCounters:
-        """Usage per user and tenant and period, counted atomically (`stepline.store.usage_counters`)."""
-        ...
+    def counters(self) -> UsageCounters: ...  # usage per user/tenant/period, atomic (`store.usage_counters`)
+
+    @property
+    def slots(self) -> RunSlots: ...  # working-run leases per user and tenant (`store.run_slots`)
 
     # -- conversations and messages -------------------------------------------------------------
 

@@ -39,7 +39,9 @@ from .records import (
 )
 from .redacting_unit import RedactingUnit
 from .redaction import ReasoningPolicy, Redactor
+from .run_slots import RunSlots
 from .sqlite_counters import SqliteCounters
+from .sqlite_slots import SqliteSlots
 from .sqlite_unit import SCHEMA, SqliteUnit, part_key, sort_key
 from .transactional import TransactionalStore
 from .unit import Unit
@@ -85,6 +87,7 @@ class SqliteStore(TransactionalStore, UnitReads):
         with self._write_lock:
             self._connection().executescript(SCHEMA)
         self.counters: UsageCounters = SqliteCounters(self.path)
+        self.slots: RunSlots = SqliteSlots(self.path)
 
     # -- plumbing ----------------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ __all__ = [
     "UsageCounters",
     "period_keys",
     "periods",
+    "expiry_seconds",
 ]
 
 NANO = 1_000_000_000
@@ -94,6 +95,30 @@ def period_keys(scope: Scope, owner: str, now_ms: int) -> tuple[CounterKey, Coun
     """An owner's day and month counters at a moment."""
     day, month = periods(now_ms)
     return CounterKey(scope, owner, day), CounterKey(scope, owner, month)
+
+
+_KEPT_SECONDS = {"minute": 3_600, "day": 35 * 86_400, "month": 400 * 86_400}
+"""How long a counter is kept after its period ends (the TTL of its DynamoDB item): a minute's (a
+rate limit's) an hour, a day's five weeks, a month's 400 days. Only the current periods are read."""
+
+
+def expiry_seconds(period: str) -> int:
+    """When a period's counter may be deleted (epoch seconds): its period's end plus what is kept."""
+    kind, _, when = period.partition(":")
+    if kind == "minute":
+        start = datetime.strptime(when, "%Y-%m-%dT%H:%M").replace(tzinfo=UTC)
+        end = start.timestamp() + 60
+    elif kind == "day":
+        end = datetime.strptime(when, "%Y-%m-%d").replace(tzinfo=UTC).timestamp() + 86_400
+    elif kind == "month":
+        start = datetime.strptime(when, "%Y-%m").replace(tzinfo=UTC)
+        after = (
+            start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
+        )
+        end = after.timestamp()
+    else:
+        raise ValueError(f"not a counter period: {period!r}")
+    return int(end) + _KEPT_SECONDS[kind]
 
 
 class UsageCounters(Protocol):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from moto import mock_aws
@@ -112,3 +113,36 @@ def test_periods_are_utc_days_and_months() -> None:
     assert periods(1_764_633_599_999) == ("day:2025-12-01", "month:2025-12")
     assert periods(1_764_633_600_000) == ("day:2025-12-02", "month:2025-12")
     assert period_keys("tenant", "acme", 1_764_633_600_000)[0] == CounterKey("tenant", "acme", "day:2025-12-02")
+
+
+def test_counter_items_carry_a_ttl_past_their_period_on_dynamodb() -> None:
+    """The rate limits' minute counters and the usage counters expire (the agent table's TTL on `expires_at`)."""
+    from datetime import UTC, datetime
+
+    from stepline.api.rate_limits import _minute  # pyright: ignore[reportPrivateUsage]
+    from stepline.store.run_slots import SlotCap, SlotKey
+    from stepline.store.usage_counters import expiry_seconds
+
+    with mock_aws():
+        store, _ = make_dynamo_store()
+        client: Any = getattr(store.counters, "client")  # noqa: B009
+        table: str = getattr(store.counters, "table")  # noqa: B009
+        ttl: dict[str, Any] = client.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
+        assert ttl["AttributeName"] == "expires_at" and ttl["TimeToLiveStatus"] == "ENABLED"
+        minute = CounterKey("user", "ann", _minute(1_764_633_600_000))  # 2025-12-02T00:00
+        assert store.counters.reserve([Ceiling(minute, "user_requests_per_minute", tokens=5)], 1, 0) is None
+        store.counters.settle([DAY, MONTH], reserved=(0, 0), used=(10, 0))
+        store.slots.take_one(SlotCap(SlotKey("user", "ann"), "user_working_runs", 1), "r1", now_ms=0, lease_ms=1000)
+
+        def expires(pk: str, sk: str) -> int:
+            item: dict[str, Any] = client.get_item(TableName=table, Key={"pk": {"S": pk}, "sk": {"S": sk}})["Item"]
+            return int(item["expires_at"]["N"])
+
+        def at(text: str) -> int:
+            return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp())
+
+        assert expires("U#ann#USAGE", minute.period) == at("2025-12-02T00:01") + 3_600
+        assert expires("U#ann#USAGE", DAY.period) == at("2025-12-03T00:00") + 35 * 86_400
+        assert expires("U#ann#USAGE", MONTH.period) == at("2026-01-01T00:00") + 400 * 86_400
+        assert expires("U#ann#SLOTS", "slots") == 1 + 86_400
+        assert expiry_seconds("month:2025-12") == expires("U#ann#USAGE", MONTH.period)

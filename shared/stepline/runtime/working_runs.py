@@ -1,0 +1,97 @@
+"""The cap on working runs per user and per tenant (`user_working_runs`, `tenant_working_runs`).
+
+A run *works* from its start until it ends or parks on an approval or a question; then it holds
+one lease on its user's slots and one on its tenant's (`stepline.store.run_slots`). The lifecycle:
+
+- **admission** (`admit`): a turn started from outside (`POST /api/chat`, `POST /api/runs`, a hook,
+  a schedule) takes its leases before anything is written; at the cap it is refused with
+  `TooManyRuns` (the API's 429 with `Retry-After`), and nothing is started;
+- **every step** (`hold`) takes or renews the run's leases without a cap: a run resumed after an
+  approval, a queued message the inbox starts, a sub-agent, all take theirs back (they may pass the
+  cap for a while; they are never refused: a person already waited for them);
+- **the end** of a run (completed, failed, aborted, by the reconciler too) and a step that parks
+  it (`release`) give them back; a run that crashed without either gives them back when its lease
+  expires (`run_slots.LEASE_MS`: the longest step plus a minute).
+
+With neither cap set nothing is read or written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..errors import StepLineError
+from ..store.records import RunRecord
+from ..store.run_slots import LEASE_MS, SlotCap, SlotKey, take_all
+from .budget_gate import tenant_of
+from .services import Services
+
+__all__ = ["RETRY_AFTER_SECONDS", "TooManyRuns", "admit", "capped", "hold", "release", "slot_caps"]
+
+RETRY_AFTER_SECONDS = 2
+"""The `Retry-After` of a refusal: a run's slot frees when it ends or waits, which no one can date;
+a chat step takes seconds, so a client that tries again after two finds one free soon."""
+
+
+class TooManyRuns(StepLineError):
+    """A turn refused at the cap on working runs (nothing was started)."""
+
+    def __init__(self, limit: str, value: int, retry_after: int = RETRY_AFTER_SECONDS) -> None:
+        super().__init__(
+            f"too many runs at once: {limit} is {value}; try again when one ends (retry in {retry_after} s)"
+        )
+        self.limit = limit
+        self.value = value
+        self.retry_after = retry_after
+
+
+def slot_caps(services: Services, user_id: str, tenant: str, *, capped: bool) -> list[SlotCap]:
+    """The caps a run counts against (only those set); `capped=False`: counted, never refused."""
+    limits = services.limits
+    if limits is None:
+        return []
+    found: list[SlotCap] = []
+    for key, name, value in (
+        (SlotKey("user", user_id), "user_working_runs", limits.user_working_runs),
+        (SlotKey("tenant", tenant), "tenant_working_runs", limits.tenant_working_runs),
+    ):
+        if value is not None:
+            found.append(SlotCap(key, name, value if capped else None))
+    return found
+
+
+def capped(services: Services) -> bool:
+    """Whether a cap on working runs is set (else nothing is read or written for them)."""
+    limits = services.limits
+    return limits is not None and (limits.user_working_runs or limits.tenant_working_runs) is not None
+
+
+def _tenant(services: Services, run: RunRecord) -> str:
+    claims = (run.context or {}).get("claims")
+    return tenant_of(claims if isinstance(claims, Mapping) else None, services.tenant_claim)
+
+
+def admit(services: Services, user_id: str, claims: Mapping[str, object] | None, run_id: str) -> list[SlotKey]:
+    """Take the new run's leases at the caps (the owners taken), or raise `TooManyRuns` (nothing taken)."""
+    tenant = tenant_of(claims or {"sub": user_id}, services.tenant_claim)  # the claims the run will keep
+    caps = slot_caps(services, user_id, tenant, capped=True)
+    if not caps:
+        return []
+    refused = take_all(services.store.slots, caps, run_id, now_ms=services.clock(), lease_ms=LEASE_MS)
+    if refused is not None:
+        raise TooManyRuns(refused.name, refused.cap or 0)
+    return [c.key for c in caps]
+
+
+def hold(services: Services, run: RunRecord) -> None:
+    """A step of the run begins: its leases taken or renewed, whatever the cap."""
+    caps = slot_caps(services, run.user_id, _tenant(services, run), capped=False)
+    if caps:
+        take_all(services.store.slots, caps, run.run_id, now_ms=services.clock(), lease_ms=LEASE_MS)
+
+
+def release(services: Services, run: RunRecord) -> None:
+    """The run ended or parks: its leases given back (idempotent)."""
+    caps = slot_caps(services, run.user_id, _tenant(services, run), capped=False)
+    if caps:
+        services.store.slots.release([c.key for c in caps], run.run_id)
