@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from stepline.api.identity import DEFAULT_LOCAL_USER
-from stepline.store.ports import ClaimResult
+from stepline.store.results import ClaimResult
 from tests.browser.book import LONG_ARGUMENTS, LONG_WORD
 from tests.browser.conftest import Ui
 from tests.browser.test_chat_ui import (

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from ..runtime.services import Services
-from . import agents, approval_links, hooks, inspect, resources, runs, streams, usage
+from . import agents, approval_links, forks, hooks, inspect, resources, runs, streams, usage
 from .bodies import BodyLimit
 from .cors import install_cors
 from .deps import ApiOptions
@@ -46,6 +46,7 @@ def create_app(services: Services, identity: Identity, options: ApiOptions = Api
     app.include_router(approval_links.router)
     app.include_router(inspect.router)
     app.include_router(runs.router)
+    app.include_router(forks.router)
     app.include_router(hooks.router)
     app.include_router(usage.router)
     _document(app)

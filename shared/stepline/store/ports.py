@@ -35,12 +35,12 @@ from .records import (
     StepRecordRow,
     ToolCallRecord,
 )
+from .results import ClaimResult, DecisionResult
 from .run_slots import RunSlots
+from .seed import RunSeed
 from .usage_counters import UsageCounters
 
 __all__ = [
-    "ClaimResult",
-    "DecisionResult",
     "FinishRun",
     "Page",
     "SnapshotUpdate",
@@ -84,6 +84,8 @@ class TurnStart:
     """The run's trace context (a W3C `traceparent`), stored on the run (`RunRecord.trace`)."""
     dequeue: str | None = None
     """The inbox entry (its message id) this turn answers: removed in the same write (`Conflict` if gone)."""
+    seed: RunSeed | None = None
+    """A fork's: the state, log and decisions it starts from, written in the same unit (`store.seed`)."""
     now: int
 
 
@@ -118,27 +120,6 @@ class FinishRun:
     cancel_reason: str | None = None
     event: NewEvent | None = None
     now: int
-
-
-@dataclass(frozen=True, slots=True)
-class DecisionResult:
-    """The approval after a decision; `first` is True for the call that decided it."""
-
-    approval: ApprovalRecord
-    first: bool
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimResult:
-    """What a tool-call claim found.
-
-    `claimed`: run the tool now. `done`: it already ran (the stored outcome is in `record`).
-    `in_progress`: another worker holds it, or a crash left it `running` after a possible side
-    effect — report it, never run it again silently.
-    """
-
-    kind: Literal["claimed", "done", "in_progress"]
-    record: ToolCallRecord
 
 
 class Store(Protocol):
@@ -234,6 +215,10 @@ class Store(Protocol):
         ...
 
     def latest_checkpoint(self, user_id: str, run_id: str) -> CheckpointRecord | None: ...
+
+    def checkpoint_for_step(self, user_id: str, run_id: str, step: int) -> CheckpointRecord | None:
+        """The last checkpoint written before the run's step `step` began (None: the run never got there)."""
+        ...
 
     def finish_run(self, user_id: str, run_id: str, finish: FinishRun) -> RunRecord:
         """Completion, failure or abort; clears the conversation's active run.

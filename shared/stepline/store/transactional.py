@@ -19,7 +19,7 @@ from .operations import branches as branch_ops
 from .operations import inbox as inbox_ops
 from .operations import runs as run_ops
 from .operations import tool_calls as tool_call_ops
-from .ports import ClaimResult, DecisionResult, FinishRun, SnapshotUpdate, TurnStart, TurnStarted
+from .ports import FinishRun, SnapshotUpdate, TurnStart, TurnStarted
 from .records import (
     ApprovalRecord,
     ArtifactRecord,
@@ -36,6 +36,7 @@ from .records import (
     StepRecordRow,
     ToolCallRecord,
 )
+from .results import ClaimResult, DecisionResult
 from .unit import Unit
 
 __all__ = ["TransactionalStore"]

@@ -58,6 +58,25 @@ class UnitReads(ABC):
             return None
         return self._found(lambda u: u.checkpoint(user_id, run_id, run.checkpoint_seq), "checkpoint not found")
 
+    def checkpoint_for_step(self, user_id: str, run_id: str, step: int) -> CheckpointRecord | None:
+        """The last checkpoint holding exactly `step` finished steps: the state step `step` began from.
+
+        Checkpoints are numbered in the order they were written and a state's steps only grow, so
+        a binary search over their numbers finds it in a few reads.
+        """
+        run = self.get_run(user_id, run_id)
+        low, high, found = 1, run.checkpoint_seq, None
+        while low <= high:
+            middle = (low + high) // 2
+            checkpoint = self._peek(lambda u, seq=middle: u.checkpoint(user_id, run_id, seq))
+            steps = -1 if checkpoint is None else len(checkpoint.state.get("steps") or [])
+            if steps <= step:
+                found = checkpoint if steps == step else found
+                low = middle + 1
+            else:
+                high = middle - 1
+        return found
+
     def get_approval(self, user_id: str, approval_id: str) -> ApprovalRecord:
         return self._found(lambda u: u.approval(user_id, approval_id), f"approval {approval_id} not found")
 

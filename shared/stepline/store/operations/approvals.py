@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import Conflict, DecisionConflict, Gone
-from ..ports import DecisionResult, SnapshotUpdate
+from ..ports import SnapshotUpdate
 from ..records import LIVE_MESSAGE_STATUS, ApprovalRecord, CheckpointRecord, NewEvent, ToolCallRecord, check_id
+from ..results import DecisionResult
 from ..unit import Unit
 from .common import (
     DELTA_RETENTION_MS,

@@ -47,6 +47,7 @@ from .common import (
     update,
     upsert_tool_calls,
 )
+from .forks import stage_seed
 
 __all__ = [
     "append_events",
@@ -119,6 +120,8 @@ def start_turn(unit: Unit, user_id: str, turn: TurnStart) -> TurnStarted:
         started_at=turn.now,
         heartbeat_at=turn.now,
     )
+    if turn.seed is not None:  # a fork: its replayed steps, first checkpoint and decided waits, in this unit
+        run, assistant = stage_seed(unit, run, assistant, turn.seed, now=turn.now, retention=DELTA_RETENTION_MS)
     inbox = conversation.inbox
     if turn.dequeue is not None:
         if not any(e.message_id == turn.dequeue for e in inbox):

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pydantic import JsonValue
 
 from ..errors import Conflict, NotFound
-from ..ports import ClaimResult
 from ..records import TERMINAL, ToolCallRecord
+from ..results import ClaimResult
 from ..unit import Unit
 from .common import get_run, live_run, update
 
