@@ -69,7 +69,7 @@ from stepline.api.identity import DEFAULT_LOCAL_USER, DevTokens
 from stepline.llm.scripted import ScriptedModel
 from stepline.local.backend import TABLES, local_backend
 from stepline.local.dev import DEFAULT_TOOLS
-from stepline.local.resources import resources
+from stepline.local.resources import load_template, resources
 from stepline.protocol.chunks import parse_chunk
 from stepline.protocol.reducer import reduce_ui_message_stream
 from stepline.runtime.services import Services
@@ -139,9 +139,15 @@ def script(shape: Shape, deltas: int, delta_ms: float) -> list[dict[str, Any]]:
 
 
 def memory_gb() -> dict[str, float]:
-    """Each function's MemorySize in GB (the template's Globals otherwise)."""
+    """Each function's MemorySize in GB (the template's Globals otherwise; a parameter's default)."""
+    parameters = load_template()["Parameters"]
     functions = resources("AWS::Serverless::Function")
-    return {name: props.get("MemorySize", 512) / 1024 for name, props in functions.items()}
+
+    def size(value: Any) -> float:
+        megabytes: Any = parameters[value["Ref"]]["Default"] if isinstance(value, dict) else value
+        return float(megabytes) / 1024
+
+    return {name: size(props.get("MemorySize", 512)) for name, props in functions.items()}
 
 
 def table_layout() -> tuple[dict[str, tuple[str, ...]], dict[str, list[Index]]]:
