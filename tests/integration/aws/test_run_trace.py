@@ -112,7 +112,12 @@ def test_one_trace_across_every_invocation_and_the_decision_a_day_later() -> Non
         finished = traced.spans.get_finished_spans()
     run_trace = RunTrace.parse(run.trace)
     assert run_trace is not None
-    assert {f"{s.context.trace_id:032x}" for s in finished if s.context} == {run_trace.trace_id}
+    strays = [
+        (s.name, f"{s.context.trace_id:032x}")
+        for s in finished
+        if s.context and f"{s.context.trace_id:032x}" != run_trace.trace_id
+    ]
+    assert strays == [], f"spans outside the run's trace {run_trace.trace_id}: {strays}"
     by_id = {s.context.span_id: s for s in finished if s.context}
     (root,) = [s for s in finished if s.parent is None]
     assert root.name == "invoke_agent default" and f"{root.context.span_id:016x}" == run_trace.span_id  # type: ignore[union-attr]
