@@ -62,14 +62,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.cost_meter import DynamoMeter, Index
 from bench.cost_prices import PRICES, PRICES_DATE, Bill
-from bench.cost_run import Observed, serving, wrap_timed
+from bench.cost_run import CountingNotifier, CpuTimedClient, Observed, serving, wrap_timed
 from stepline.api.app import create_app
 from stepline.api.deps import ApiOptions
 from stepline.api.identity import DEFAULT_LOCAL_USER, DevTokens
 from stepline.llm.scripted import ScriptedModel
 from stepline.local.backend import TABLES, local_backend
 from stepline.local.dev import DEFAULT_TOOLS
-from stepline.local.resources import resources
+from stepline.local.resources import load_template, resources
 from stepline.protocol.chunks import parse_chunk
 from stepline.protocol.reducer import reduce_ui_message_stream
 from stepline.runtime.services import Services
@@ -139,9 +139,15 @@ def script(shape: Shape, deltas: int, delta_ms: float) -> list[dict[str, Any]]:
 
 
 def memory_gb() -> dict[str, float]:
-    """Each function's MemorySize in GB (the template's Globals otherwise)."""
+    """Each function's MemorySize in GB (the template's Globals otherwise; a parameter's default)."""
+    parameters = load_template()["Parameters"]
     functions = resources("AWS::Serverless::Function")
-    return {name: props.get("MemorySize", 512) / 1024 for name, props in functions.items()}
+
+    def size(value: Any) -> float:
+        megabytes: Any = parameters[value["Ref"]]["Default"] if isinstance(value, dict) else value
+        return float(megabytes) / 1024
+
+    return {name: size(props.get("MemorySize", 512)) for name, props in functions.items()}
 
 
 def table_layout() -> tuple[dict[str, tuple[str, ...]], dict[str, list[Index]]]:
@@ -194,16 +200,30 @@ def measure(shape: Shape, args: argparse.Namespace) -> Bill:
         store: Any = services.store
         meter = DynamoMeter(store.client, keys=keys, indexes=indexes)
         meter.unmetered.add(threading.get_ident())  # the bench's own reads (waiting for a state)
-        store.client = meter
-        services.stream_push = observed.notifier
+        store.client = CpuTimedClient(meter, observed)
+        services.stream_push = push_of(observed.notifier)
         app = create_app(services, DevTokens(), ApiOptions())
-        with serving(app) as url, httpx.Client(base_url=url, timeout=120) as client:
+        server_cpu: list[float] = []
+        with serving(app, server_cpu) as url, httpx.Client(base_url=url, timeout=120) as client:
             run_id = drive(shape, client, services, observed, meter, args.wait_sample)
             assert backend.workflow is not None
             observed.wait_finished(backend.workflow, run_id)
         usage = meter.reset()
         usage.add(observed.wait_usage)
-        return observed.bill(usage, backend.workflow, run_id, memory_gb())
+        bill = observed.bill(usage, backend.workflow, run_id, memory_gb())
+        # The app's event loop ran every HTTP request; its thread's CPU is the API and stream functions' own work.
+        bill.cpu_by["app (uvicorn loop)"] = [observed.stream_seconds, sum(server_cpu), 0.0]
+        return bill
+
+
+def push_of(counting: CountingNotifier) -> Any:
+    """The writers' notifier as template.yaml's default deploys it (`StreamPush=appsync-events`):
+    coalesced per run when the code has `CoalescingNotifier` (a checkout from before has not)."""
+    try:
+        from stepline.runtime.stream_push import CoalescingNotifier
+    except ImportError:
+        return counting
+    return CoalescingNotifier(counting)
 
 
 def drive(
@@ -279,6 +299,12 @@ def report(shape: Shape, label: str, bill: dict[str, Any], wait_sample: float) -
                 f"  of which the {WAIT_SECONDS / 60:.0f}-minute wait ({wait_sample:g} s sampled, scaled): "
                 f"{bill['wait'][0]:,} write units, {bill['wait'][1]:,.1f} read units"
             )
+        for function, (wall, cpu, in_store) in sorted(bill.get("cpu", {}).items()):
+            own = cpu - in_store
+            print(
+                f"  CPU {function}: {cpu:.2f} s in {wall:.1f} s wall ({own:.2f} s outside DynamoDB calls, "
+                f"{own / wall if wall else 0:.1%} of the wall time)"
+            )
 
 
 def as_json(bill: Bill) -> dict[str, Any]:
@@ -288,6 +314,7 @@ def as_json(bill: Bill) -> dict[str, Any]:
         "by": bill.write_units_by.most_common(),
         "requests": sorted(bill.dynamodb_requests.items()),
         "wait": [bill.wait.write_units, bill.wait.read_units],
+        "cpu": bill.cpu_by,
     }
 
 

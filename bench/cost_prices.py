@@ -70,6 +70,8 @@ class Bill:
     s3_gets: int = 0
     wait: Usage = field(default_factory=Usage)
     """The DynamoDB units of the waits (included above)."""
+    cpu_by: dict[str, list[float]] = field(default_factory=dict[str, list[float]])
+    """Per function: [wall seconds, CPU seconds, of which inside DynamoDB calls] (not billed: sizing)."""
 
     def lines(self, prices: Prices = PRICES) -> list[tuple[str, str, float]]:
         """(meter, quantity, dollars) per meter."""

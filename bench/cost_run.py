@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -19,7 +19,7 @@ from stepline.local.workflow import LocalWorkflow
 from stepline.runtime.handlers import Handler, logical_name
 from stepline.runtime.stream_push import InProcessNotifier
 
-__all__ = ["CountingNotifier", "Observed", "serving", "wrap_timed"]
+__all__ = ["CountingNotifier", "CpuTimedClient", "Observed", "serving", "wrap_timed"]
 
 
 class CountingNotifier(InProcessNotifier):
@@ -44,6 +44,10 @@ class Observed:
         self.notifier = CountingNotifier()
         self.invocations: list[tuple[str, float]] = []
         """(function logical id, seconds) per Lambda invocation."""
+        self.cpu: dict[str, list[float]] = {}
+        """Per function: [wall seconds, CPU seconds of the handler's thread, of which inside store calls]."""
+        self.store_cpu: defaultdict[int, float] = defaultdict(float)
+        """CPU seconds inside DynamoDB client calls, by thread (moto's work: network waits on AWS)."""
         self.api_requests = 0
         self.stream_seconds = 0.0
         self.s3: Counter[str] = Counter()
@@ -55,6 +59,13 @@ class Observed:
     def invoked(self, function: str, seconds: float) -> None:
         with self._lock:
             self.invocations.append((function, seconds))
+
+    def used_cpu(self, function: str, wall: float, cpu: float, in_store: float) -> None:
+        with self._lock:
+            totals = self.cpu.setdefault(function, [0.0, 0.0, 0.0])
+            totals[0] += wall
+            totals[1] += cpu
+            totals[2] += in_store
 
     @contextmanager
     def s3_hook(self) -> Generator[None]:
@@ -143,6 +154,7 @@ class Observed:
             s3_puts=sum(n for op, n in self.s3.items() if op in ("PutObject", "CopyObject", "ListObjectsV2")),
             wait=self.wait_usage,
             s3_gets=sum(n for op, n in self.s3.items() if op in ("GetObject", "HeadObject")),
+            cpu_by={name: list(totals) for name, totals in self.cpu.items()},
         )
 
 
@@ -153,19 +165,47 @@ def wrap_timed(routes: Mapping[str, Handler], observed: Observed) -> dict[str, H
         function = f"{logical_name(name)}Function"
 
         def call(event: Any, context: Any) -> Any:
-            started = time.monotonic()
+            started, cpu = time.monotonic(), time.thread_time()
+            in_store = observed.store_cpu[threading.get_ident()]
             try:
                 return handler(event, context)
             finally:
-                observed.invoked(function, time.monotonic() - started)
+                wall = time.monotonic() - started
+                observed.invoked(function, wall)
+                store = observed.store_cpu[threading.get_ident()] - in_store
+                observed.used_cpu(function, wall, time.thread_time() - cpu, store)
 
         return call
 
     return {name: timed(name, handler) for name, handler in routes.items()}
 
 
+class CpuTimedClient:
+    """A DynamoDB client whose calls' CPU time (the calling thread's) is added to `Observed.store_cpu`."""
+
+    def __init__(self, client: Any, observed: Observed) -> None:
+        self._client = client
+        self._observed = observed
+        self.exceptions = client.exceptions
+        self.meta = client.meta
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._client, name)
+        if not callable(target):
+            return target
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.thread_time()
+            try:
+                return target(*args, **kwargs)
+            finally:
+                self._observed.store_cpu[threading.get_ident()] += time.thread_time() - started
+
+        return timed
+
+
 @contextmanager
-def serving(app: Any) -> Generator[str]:
+def serving(app: Any, cpu: list[float] | None = None) -> Generator[str]:
     """The app on a free port, in a thread (the pattern of tests/support/server.py)."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -181,6 +221,8 @@ def serving(app: Any) -> Generator[str]:
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
+        if cpu is not None and thread.ident is not None:  # the server's event loop: the app's own work
+            cpu.append(time.clock_gettime(time.pthread_getcpuclockid(thread.ident)))
         server.should_exit = True
         thread.join(10)
         sock.close()

@@ -14,6 +14,7 @@ from ..protocol.request import parse_chat_request
 from ..protocol.sse import UI_MESSAGE_STREAM_HEADERS, with_keep_alive
 from ..runtime.child_results import children_at_work
 from ..runtime.services import Services
+from ..runtime.stream_push import coalescing_window
 from ..store.errors import NotFound
 from ..store.replay import EventPosition, parse_event_id
 from .bodies import CheckedRoute, read_json
@@ -47,6 +48,7 @@ def _stream_chat(
     follow = TailOptions(
         poll_seconds=options.poll_seconds,
         push_poll_seconds=options.push_poll_seconds,
+        push_linger_seconds=coalescing_window(services.stream_push),
         wait_poll_seconds=options.wait_poll_seconds,
         max_seconds=options.stream_max_seconds,
         stop_at_input=stop_at_input,

@@ -17,7 +17,11 @@ How it learns that there is more: by a notification from the run's writer when i
 subscription (`stepline.runtime.stream_push`), else by polling. A notification sends it to the
 log at once; without one it reads the run after `push_poll_seconds` (with a subscription) or
 `poll_seconds` (without), so a notification that never comes costs one poll interval, never an
-event. The log is the truth either way, and chunks already sent are never sent again.
+event. The log is the truth either way, and chunks already sent are never sent again. When the
+writers coalesce their notifications (`CoalescingNotifier`: one per run per window on AWS), a
+stream polls at `poll_seconds` for `push_linger_seconds` (the window) after its start, after each
+notification and after each read that found events, which covers every append a dropped
+notification stood for.
 
 The tail never stops a run: a client that goes away only ends its own stream.
 """
@@ -51,6 +55,9 @@ class TailOptions:
     push_poll_seconds: float = 1.0
     """With a subscription to the run's notifications, the fallback poll: how late a lost
     notification can make an event at most."""
+    push_linger_seconds: float = 0.0
+    """With a subscription: how long the stream polls at `poll_seconds` after its start, after a
+    notification and after a read that found events (the writers' coalescing window)."""
     wait_poll_seconds: float = 1.0
     """While the run waits for a person, the poll backs off (doubling) up to this interval."""
     max_seconds: float = 840.0
@@ -97,6 +104,18 @@ async def follow_run(
     interval = base
     waiting_since: float | None = None
     notified = False
+    linger = options.push_linger_seconds if wake is not None else 0.0
+    fast_until = started + linger
+
+    async def pause(seconds: float) -> bool:
+        nonlocal fast_until
+        if time.monotonic() < fast_until:
+            seconds = min(seconds, options.poll_seconds)
+        woken = await _pause(wake, seconds)
+        if woken:
+            fast_until = max(fast_until, time.monotonic() + linger)
+        return woken
+
     while time.monotonic() < deadline:
         seen = position[0] if position[1] == WHOLE_EVENT else position[0] - 1
         run = None if notified else await to_thread.run_sync(lambda: store.get_run(user_id, run_id))
@@ -110,8 +129,9 @@ async def follow_run(
                 position = (event.seq, WHOLE_EVENT)
             if events:
                 interval = base
+                fast_until = max(fast_until, time.monotonic() + linger)
                 if run is None and all(e.type == DELTA_EVENT for e in events):
-                    notified = await _pause(wake, interval)
+                    notified = await pause(interval)
                     continue
                 # Read the run again before deciding anything: it was read before these events, and a
                 # worker that resumed in between would look waiting still (the stream would end).
@@ -134,7 +154,7 @@ async def follow_run(
         if ended and run.last_event_seq <= position[0]:
             yield DONE
             return
-        notified = await _pause(wake, interval)
+        notified = await pause(interval)
         interval = min(interval * 2, max(options.wait_poll_seconds, base)) if waiting else base
 
 

@@ -235,15 +235,19 @@ def _model_specs() -> list[str]:
 
 
 def _stream_push(settings: Settings) -> RunNotifier | None:
-    """The Event API notifier when both its domains are set, else None (the streams poll)."""
+    """The Event API notifier when both its domains are set, else None (the streams poll).
+
+    Coalesced: one publish per run per `PUSH_WINDOW` (each publish and each delivery is billed);
+    the stream function's streams poll fast for that window after each (`stepline.api.tail`).
+    """
     if not (settings.events_http_domain and settings.events_realtime_domain):
         return None
+    from ..runtime.stream_push import CoalescingNotifier
     from .appsync_auth import EventApi
     from .appsync_events import AppSyncEventsNotifier
 
-    return AppSyncEventsNotifier(
-        EventApi(settings.events_http_domain, settings.events_realtime_domain, settings.region)
-    )
+    api = EventApi(settings.events_http_domain, settings.events_realtime_domain, settings.region)
+    return CoalescingNotifier(AppSyncEventsNotifier(api))
 
 
 @functools.cache

@@ -19,10 +19,21 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Protocol
 
-__all__ = ["InProcessNotifier", "RunNotifier", "RunSubscription", "notifier", "notify", "wait_consumed"]
+__all__ = [
+    "PUSH_WINDOW",
+    "CoalescingNotifier",
+    "InProcessNotifier",
+    "RunNotifier",
+    "RunSubscription",
+    "coalescing_window",
+    "notifier",
+    "notify",
+    "wait_consumed",
+]
 
 _LOG = logging.getLogger("stepline.runtime")
 
@@ -124,6 +135,55 @@ class InProcessNotifier:
         """How many streams follow the run (for tests and diagnostics)."""
         with self._lock:
             return len(self._subscribers.get((user_id, run_id), ()))
+
+
+PUSH_WINDOW = 1.0
+"""Seconds a publish of a run's notifier covers on AWS (`CoalescingNotifier`): what a stream that was
+woken keeps polling for after it last heard or found something."""
+
+
+class CoalescingNotifier:
+    """At most one notification per run per `window` seconds.
+
+    The first after a quiet window is sent at once, the others in the window are dropped (each is a
+    billed publish and delivery on AWS).
+
+    What keeps a stream exact and prompt is its side of the rule (`stepline.api.tail`, the linger):
+    a stream polls at its fast interval for `window` seconds after its start, after each
+    notification it gets and after each read that found events. An append this drops came less
+    than `window` after a sent notification, which woke every subscribed stream no earlier than it
+    was sent, so each of them is still polling fast when the append lands; a stream subscribed after
+    that notification started less than `window` before the append, and polls fast from its start.
+    So every append is read within the fast interval, a dropped notification never costs the
+    fallback poll, and the first output of a step after a quiet window is pushed as before. The
+    memory is per process, like the notifier: two writers of one run each send their own.
+    """
+
+    def __init__(self, inner: RunNotifier, window: float = PUSH_WINDOW, clock: Callable[[], float] = time.monotonic):
+        self.inner = inner
+        self.window = window
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._sent: dict[tuple[str, str], float] = {}
+
+    def notify(self, user_id: str, run_id: str, seq: int) -> None:
+        now = self._clock()
+        with self._lock:
+            last = self._sent.get((user_id, run_id))
+            if last is not None and now - last < self.window:
+                return
+            if len(self._sent) >= 1024:  # forget the runs that have been quiet for a window
+                self._sent = {k: t for k, t in self._sent.items() if now - t < self.window}
+            self._sent[(user_id, run_id)] = now
+        self.inner.notify(user_id, run_id, seq)
+
+    def subscribe(self, user_id: str, run_id: str) -> RunSubscription:
+        return self.inner.subscribe(user_id, run_id)
+
+
+def coalescing_window(push: RunNotifier | None) -> float:
+    """How long a stream woken by `push` polls fast (its writers' window; 0 when each append notifies)."""
+    return push.window if isinstance(push, CoalescingNotifier) else 0.0
 
 
 def notify(push: RunNotifier | None, user_id: str, run_id: str, seq: int) -> None:

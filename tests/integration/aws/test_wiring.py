@@ -163,6 +163,7 @@ def test_links_are_keyed_from_secrets_manager_and_events_go_to_the_bus() -> None
 
 def test_stream_push_is_the_event_api_when_both_its_domains_are_set_else_the_poll() -> None:
     from stepline.aws.appsync_events import AppSyncEventsNotifier
+    from stepline.runtime.stream_push import PUSH_WINDOW, CoalescingNotifier
 
     domains = {
         "STEPLINE_EVENTS_HTTP_DOMAIN": "abc.appsync-api.eu-west-1.amazonaws.com",
@@ -171,7 +172,9 @@ def test_stream_push_is_the_event_api_when_both_its_domains_are_set_else_the_pol
     }
     env = ENV | {"STEPLINE_OPENAI_KEY_PARAMETER": ""}
     with mock_aws():
-        pushed = build_services(Settings.from_env(env | domains), client=_client).stream_push
+        coalesced = build_services(Settings.from_env(env | domains), client=_client).stream_push
+        assert isinstance(coalesced, CoalescingNotifier) and coalesced.window == PUSH_WINDOW
+        pushed = coalesced.inner
         assert isinstance(pushed, AppSyncEventsNotifier)
         assert pushed.api.publish_url == "https://abc.appsync-api.eu-west-1.amazonaws.com/event"
         assert pushed.api.realtime_url == "wss://abc.appsync-realtime-api.eu-west-1.amazonaws.com/event/realtime"

@@ -7,7 +7,7 @@ import threading
 
 from stepline.protocol.chunks import parse_chunk
 from stepline.runtime.recorder import RunRecorder
-from stepline.runtime.stream_push import InProcessNotifier
+from stepline.runtime.stream_push import CoalescingNotifier, InProcessNotifier, coalescing_window
 from stepline.store.errors import TerminalState
 from stepline.store.memory import MemoryStore
 from stepline.store.ports import TurnStart
@@ -104,3 +104,47 @@ def test_the_recorder_does_not_notify_what_was_not_written() -> None:
     store.append_events = refuse  # type: ignore[method-assign]
     rec.write([parse_chunk({"type": "finish-step"})])
     assert rec.closed and notified == []
+
+
+class _Counting(InProcessNotifier):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[tuple[str, str, int]] = []
+
+    def notify(self, user_id: str, run_id: str, seq: int) -> None:
+        self.sent.append((user_id, run_id, seq))
+        super().notify(user_id, run_id, seq)
+
+
+def test_a_coalescing_notifier_sends_the_first_of_each_window_per_run() -> None:
+    now = [100.0]
+    inner = _Counting()
+    coalesced = CoalescingNotifier(inner, window=1.0, clock=lambda: now[0])
+    coalesced.notify(USER, RUN, 1)  # the first after a quiet window: sent at once
+    now[0] = 100.5
+    coalesced.notify(USER, RUN, 2)  # within the window: dropped
+    coalesced.notify(USER, "other-run", 1)  # another run has its own window
+    now[0] = 101.0
+    coalesced.notify(USER, RUN, 3)  # a window after the last sent: sent
+    now[0] = 101.9
+    coalesced.notify(USER, RUN, 4)
+    assert inner.sent == [(USER, RUN, 1), (USER, "other-run", 1), (USER, RUN, 3)]
+    assert coalescing_window(coalesced) == 1.0
+    assert coalescing_window(inner) == 0.0 and coalescing_window(None) == 0.0
+
+
+def test_a_coalescing_notifier_subscribes_through_its_inner_notifier() -> None:
+    inner = InProcessNotifier()
+    coalesced = CoalescingNotifier(inner, window=60.0)
+
+    async def follow() -> list[bool]:
+        subscription = coalesced.subscribe(USER, RUN)
+        assert inner.subscribers(USER, RUN) == 1
+        coalesced.notify(USER, RUN, 1)
+        coalesced.notify(USER, RUN, 2)
+        await asyncio.sleep(0)
+        woken = [await subscription.wait(0), await subscription.wait(0)]
+        subscription.close()
+        return woken
+
+    assert asyncio.run(follow()) == [True, False]
