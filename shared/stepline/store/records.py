@@ -133,6 +133,9 @@ class InboxEntry(_Record):
     context: dict[str, JsonValue] = Field(default_factory=dict[str, JsonValue])
     """The request's `{"claims", "body"}`, the context of the run that answers a queued message."""
     queued_at: int
+    branch: bool = False
+    """An edit: the message starts a branch after `branch_after` (None: as the new first message)."""
+    branch_after: str | None = None
 
 
 class ConversationRecord(_Record):
