@@ -20,6 +20,7 @@ from tests.control.test_new_message import (
     message,
     post,
     started_as,
+    stored,
     streaming_text,
     text_of,
     until,
@@ -47,9 +48,11 @@ def edit(client: httpx.Client, chat: str, text: str, message_id: str, policy: st
     return client.post("/api/chat", json=body)
 
 
-def first_turn_then_slow(server: Running, client: httpx.Client, chat: str) -> tuple[Any, dict[str, httpx.Response]]:
-    """u1 answered, then u2 `answer slowly` streaming in the background."""
-    assert decode_ui_message_stream(post(client, chat, "hello", "u1").text)[-1].type == "finish"
+def first_turn_then_slow(
+    server: Running, client: httpx.Client, chat: str, first: str = "u1"
+) -> tuple[Any, dict[str, httpx.Response]]:
+    """`first` answered, then u2 `answer slowly` streaming in the background."""
+    assert decode_ui_message_stream(post(client, chat, "hello", first).text)[-1].type == "finish"
     slow = in_background(server, lambda c: post(c, chat, "answer slowly", "u2"))
     until(lambda: streaming_text(server, chat), "the slow run streams")
     return slow
@@ -96,3 +99,23 @@ def test_an_edit_under_reject_is_a_409_and_changes_nothing(server: Running) -> N
     assert response.status_code == 409 and "before editing" in response.text, response.text
     assert [text_of(m) for m in conversation["messages"]][:3] == ["hello", "You said: hello", "answer slowly"]
     assert len(conversation["messages"]) == 4
+
+
+def test_a_queued_edit_whose_point_left_the_active_branch_is_dropped_and_its_stream_ends_aborted(
+    server: Running,
+) -> None:
+    chat = "edit-gone"
+    with server.client() as client:
+        assert decode_ui_message_stream(post(client, chat, "hello", "u1").text)[-1].type == "finish"
+        thread, _ = first_turn_then_slow(server, client, chat, first="u0")  # u1 a1 u0 a0, u2 working
+        first, one = in_background(server, lambda c: edit(c, chat, "root edit", "u1", "queue"))
+        until(lambda: len(stored(client, chat)["waiting"]) == 1, "the first edit waits")
+        second = edit(client, chat, "later edit", "u0", "queue")  # its point (after u1's answer) leaves with the first
+        first.join(30)
+        thread.join(30)
+        conversation = until(lambda: idle(client, chat), "the chat is idle")
+    assert decode_ui_message_stream(one["response"].text)[-1].type == "finish"
+    last = decode_ui_message_stream(second.text)[-1]
+    assert last.type == "abort" and getattr(last, "reason", None) == "queued_message_cancelled", last
+    assert [text_of(m) for m in conversation["messages"]] == ["root edit", "You said: root edit"]
+    assert not conversation["waiting"]
