@@ -167,6 +167,9 @@ class MessageRecord(_Record):
     status: MessageStatus = "completed"
     run_id: str | None = None
     parent_message_id: str | None = None
+    parent_recorded: bool = False
+    """Written with branches: `parent_message_id` is its parent (False: an older record, whose
+    missing parent is read from the order, `store.branches.parents`)."""
     parts: list[dict[str, JsonValue]] = Field(default_factory=list[dict[str, JsonValue]])
     metadata: dict[str, JsonValue] | None = None
     content: str = ""
