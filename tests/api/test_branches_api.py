@@ -158,14 +158,19 @@ def test_bad_edits_are_refused_naming_the_field_and_write_nothing(server: Runnin
         assert conversation(client, "edit-bad") == before
 
 
-def test_an_edit_while_the_run_works_is_a_409_and_two_racing_edits_make_one_branch(server: Running) -> None:
+def test_an_edit_while_the_run_works_is_a_409_under_reject_and_two_racing_edits_make_one_branch(
+    server: Running,
+) -> None:
+    """Under `reject` (the edit under `queue` / `interrupt`: tests/control/test_edit_while_working.py)."""
     with server.client(user="alice") as client:
         history = three_turns(client, "edit-race")
         slow = [*history, user("answer slowly please", "u4")]
         streaming = threading.Thread(target=lambda: post(client, "edit-race", slow))
         streaming.start()
         wait_for(lambda: conversation(client, "edit-race")["status"] == "running")
-        during = post(client, "edit-race", [*history[:2], user("bravo EDITED", "u2")], messageId="u2")
+        during = post(
+            client, "edit-race", [*history[:2], user("bravo EDITED", "u2")], messageId="u2", onNewMessage="reject"
+        )
         active = conversation(client, "edit-race")["activeRunId"]
         client.post(f"/api/runs/{active}/abort")
         streaming.join(30)
@@ -173,7 +178,7 @@ def test_an_edit_while_the_run_works_is_a_409_and_two_racing_edits_make_one_bran
         edits = [[*history[:2], user(f"bravo EDIT {n}", "u2")] for n in (1, 2)]
 
         def edit(messages: list[dict[str, Any]]) -> httpx.Response:
-            return post(client, "edit-race", messages, messageId="u2")
+            return post(client, "edit-race", messages, messageId="u2", onNewMessage="reject")
 
         with ThreadPoolExecutor(2) as pool:
             raced = list(pool.map(edit, edits))

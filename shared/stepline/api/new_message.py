@@ -29,12 +29,13 @@ from ..protocol.request import message_to_wire
 from ..runtime.inbox import enqueue
 from ..runtime.safe_point import INTERRUPTED
 from ..runtime.services import Services
+from ..store.branches import BranchFrom
 from ..store.errors import ActiveRunExists, Conflict, NotFound
 from ..store.operations.inbox import NoActiveRun
 from ..store.records import TERMINAL, RunRecord
 from .errors import ApiError
 
-__all__ = ["POLICY_FIELD", "RunEnded", "policy_of", "while_working"]
+__all__ = ["POLICY_FIELD", "RunEnded", "policy_of", "queue_edit", "while_working"]
 
 POLICY_FIELD = "onNewMessage"
 _POLICIES: tuple[str, ...] = get_args(NewMessagePolicy)
@@ -106,3 +107,40 @@ def while_working(
     if run.status in TERMINAL["run"]:  # ended before the step boundary: it answers the message as a turn
         return entry.next_run_id or entry.run_id, entry.message_id, [], None
     return run.run_id, None, [], None  # the run's whole message: this client may have none of it
+
+
+def queue_edit(
+    services: Services,
+    user_id: str,
+    conversation_id: str,
+    edit: tuple[UIMessage, dict[str, Any]],
+    point: BranchFrom,
+    active: RunRecord,
+    policy: NewMessagePolicy,
+    context: dict[str, JsonValue],
+) -> tuple[str, str] | None:
+    """An edit while `active` works, under `queue` or `interrupt`: it waits in the inbox with its branch point.
+
+    `steer` queues it too (an edit rewrites history: it cannot join the running step). Its run starts
+    the branch once `active` has ended, if the point is still on the active branch then (else the
+    entry is dropped and its stream ends aborted). Returns `(run id, queued message id)`, or None
+    when the run ended meanwhile (the caller starts the edit as usual).
+    """
+    edited, wire = edit
+    try:
+        entry = enqueue(
+            services,
+            user_id,
+            conversation_id,
+            cast(dict[str, JsonValue], wire),
+            mode="queue",
+            active_run_id=active.run_id,
+            context=context,
+            interrupt=INTERRUPTED if policy == "interrupt" else None,
+            branch=point,
+        )
+    except (NoActiveRun, ActiveRunExists):
+        return None
+    except Conflict as error:
+        raise ApiError(409, f"messageId: message {edited.id} cannot be edited now: {error}") from None
+    return entry.run_id, entry.message_id

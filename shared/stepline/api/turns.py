@@ -46,7 +46,7 @@ from ..store.records import TERMINAL, WAITING_RUN, MessageRecord, RunRecord, che
 from ..store.replay import WHOLE_EVENT, EventPosition
 from .branching import edit_point, regenerate_point
 from .errors import ApiError
-from .new_message import RunEnded, describe, policy_of, while_working
+from .new_message import RunEnded, describe, policy_of, queue_edit, while_working
 from .tail import wait_position
 
 __all__ = ["Caller", "ChatStream", "latest_run_id", "open_chat"]
@@ -241,9 +241,10 @@ def _branch(
 ) -> ChatStream:
     """A new run on a new branch: the edited user message (a new stored message), or a new answer.
 
-    A run waiting for the user is closed first, as a new message closes it; a run at work is a 409
-    whatever the new-message policy (an edit or regeneration rewrites the history that run answers:
-    stop it first). Two edits racing: the first to start its run wins, the other meets it here.
+    A run waiting for the user is closed first, as a new message closes it. A run at work: a
+    regeneration, or an edit under `reject`, is a 409; an edit under `queue` / `interrupt` waits in
+    the inbox (`api.new_message.queue_edit`; `interrupt` also asks the run to stop, in the same write). Two edits
+    racing: the first to start its run wins, the other meets it here.
     """
     wire = None if edited is None else {**message_to_wire(edited), "id": new_id("msg")}
     for _ in range(3):
@@ -257,8 +258,15 @@ def _branch(
             abort_run(services, user_id, active.run_id, reason=MOVED_ON)
             start_next(services, user_id, conversation_id)
             continue
-        if active is not None:
+        if active is None:
+            continue
+        if edited is None or wire is None or policy_of(services, user_id, conversation_id, caller.body) == "reject":
             raise ApiError(409, f"{describe(active)}: wait for it or abort it before editing or regenerating")
+        context: dict[str, JsonValue] = {"claims": dict(caller.claims or {"sub": user_id}), "body": dict(caller.body)}
+        policy = policy_of(services, user_id, conversation_id, caller.body)
+        queued = queue_edit(services, user_id, conversation_id, (edited, wire), point, active, policy, context)
+        if queued is not None:
+            return ChatStream(run_id=queued[0], queued=queued[1], conversation_id=conversation_id)
     raise ApiError(409, "the chat's runs kept changing; send the message again")
 
 

@@ -25,6 +25,7 @@ from typing import Literal
 from pydantic import JsonValue
 
 from ..loop.state import LoopState
+from ..store.branches import BranchFrom
 from ..store.errors import ActiveRunExists, Conflict, NotFound, TerminalState
 from ..store.records import CheckpointRecord, InboxEntry, NewEvent, RunRecord
 from ..store.steered import steer_chunk, user_model_messages
@@ -50,12 +51,14 @@ def enqueue(
     active_run_id: str,
     context: dict[str, JsonValue],
     interrupt: str | None = None,
+    branch: BranchFrom | None = None,
 ) -> InboxEntry:
     """Queue `message` behind the active run, or (`steer`) for it; the same message again is the stored entry.
 
     `interrupt` (a stop reason): the message goes first and the active run is marked to stop, in
     the same write. Raises `NoActiveRun` (the run ended meanwhile: start a turn instead),
     `ActiveRunExists` (another run is active now), `Conflict` (the message id is taken).
+    `branch` (an edit, queued only): its run starts that branch (`store.branches`).
     """
     steer = mode == "steer"
     entry = InboxEntry(
@@ -67,6 +70,8 @@ def enqueue(
         assistant_message_id=_new_id("msg"),
         context=context,
         queued_at=services.clock(),
+        branch=branch is not None,
+        branch_after=None if branch is None else branch.after,
     )
     stop = None if interrupt is None else (active_run_id, interrupt)
     return services.store.enqueue_message(user_id, conversation_id, entry, now=services.clock(), interrupt=stop)
@@ -103,11 +108,26 @@ def start_next(services: Services, user_id: str, conversation_id: str) -> str | 
             claims=claims if isinstance(claims, dict) else None,
             body=body if isinstance(body, dict) else None,
             dequeue=entry.message_id,
+            branch=BranchFrom(entry.branch_after) if entry.branch else None,
         )
-    except (ActiveRunExists, Conflict):
+    except ActiveRunExists:
+        return None
+    except Conflict:
+        if entry.branch:  # its branch point left the active branch meanwhile: the edit cannot start
+            _drop_edit(services, user_id, conversation_id, entry)
         return None
     _LOG.info("run %s answers queued message %s", started.run.run_id, entry.message_id)
     return started.run.run_id
+
+
+def _drop_edit(services: Services, user_id: str, conversation_id: str, entry: InboxEntry) -> None:
+    """An edit whose branch point is gone leaves the inbox (its stream ends aborted), so the next one can start."""
+    _LOG.info("queued edit %s dropped: its branch point left the active branch", entry.message_id)
+    try:
+        services.store.cancel_queued(user_id, conversation_id, entry.message_id, now=services.clock())
+    except (NotFound, Conflict):
+        return
+    start_next(services, user_id, conversation_id)
 
 
 def start_after(services: Services, user_id: str, run_id: str) -> str | None:

@@ -46,8 +46,29 @@ class BranchPoint:
 
 
 def parents(messages: Sequence[MessageRecord]) -> dict[str, str | None]:
-    """Each message's parent."""
-    return {m.message_id: m.parent_message_id for m in messages}
+    """Each message's parent.
+
+    A record written before branches existed (`parent_recorded` False) with no parent follows the
+    newest earlier message that was still in the conversation when it was written: one not
+    superseded, or superseded by a run whose answer came later (a regeneration wrote the new answer
+    without a parent, and user messages had none).
+    """
+    answer_seq = {m.run_id: m.seq for m in messages if m.role == "assistant" and m.run_id is not None}
+    ordered = sorted(messages, key=lambda m: m.seq)
+    found: dict[str, str | None] = {}
+    for index, message in enumerate(ordered):
+        if message.parent_recorded or message.parent_message_id is not None:
+            found[message.message_id] = message.parent_message_id
+            continue
+        found[message.message_id] = next(
+            (
+                earlier.message_id
+                for earlier in reversed(ordered[:index])
+                if earlier.superseded_by is None or answer_seq.get(earlier.superseded_by, message.seq + 1) > message.seq
+            ),
+            None,
+        )
+    return found
 
 
 def children(messages: Sequence[MessageRecord]) -> dict[str | None, list[MessageRecord]]:

@@ -133,6 +133,9 @@ class InboxEntry(_Record):
     context: dict[str, JsonValue] = Field(default_factory=dict[str, JsonValue])
     """The request's `{"claims", "body"}`, the context of the run that answers a queued message."""
     queued_at: int
+    branch: bool = False
+    """An edit: the message starts a branch after `branch_after` (None: as the new first message)."""
+    branch_after: str | None = None
 
 
 class ConversationRecord(_Record):
@@ -164,6 +167,9 @@ class MessageRecord(_Record):
     status: MessageStatus = "completed"
     run_id: str | None = None
     parent_message_id: str | None = None
+    parent_recorded: bool = False
+    """Written with branches: `parent_message_id` is its parent (False: an older record, whose
+    missing parent is read from the order, `store.branches.parents`)."""
     parts: list[dict[str, JsonValue]] = Field(default_factory=list[dict[str, JsonValue]])
     metadata: dict[str, JsonValue] | None = None
     content: str = ""

@@ -31,6 +31,7 @@ def message_record(
         role="user",
         status="completed",
         parent_message_id=parent_id,
+        parent_recorded=True,
         parts=parts,
         metadata=message.get("metadata"),
         content=visible_text(parts),
@@ -50,6 +51,7 @@ def assistant_placeholder(user_id: str, turn: TurnStart, *, seq: int, parent_id:
         status="streaming",
         run_id=turn.run_id,
         parent_message_id=parent_id,
+        parent_recorded=True,
         metadata=turn.assistant_metadata,
         created_at=turn.now,
     )
