@@ -1,8 +1,7 @@
 """An agent for the new-message policy tests (`STEPLINE_AGENT=tests.support.control_agents:AGENT`).
 
-A script book (a scripted model, chosen by the prompt's last user message) and tools that count
-how often they really run: `slow_step` takes `SLOW_TOOL_SECONDS`, `remember` needs approval,
-`endless_step` never ends by itself (it notes in `CANCELLED` the asyncio cancellation that stops it).
+A script book (a scripted model, chosen by the prompt's last user message) and two tools that
+count how often they really run: `slow_step` takes `SLOW_TOOL_SECONDS`, `remember` needs approval.
 The server runs in the test's process, so a test reads `RUNS` and `PROMPTS`.
 """
 
@@ -23,8 +22,6 @@ SLOW_TOOL_SECONDS = 1.5
 RUNS: Counter[str] = Counter()
 """Tool name -> how many times its body ran (and finished: `slow_step` counts at its end)."""
 STARTED: Counter[str] = Counter()
-CANCELLED: Counter[str] = Counter()
-"""Tool name -> how many times its body was stopped by a cancellation (`endless_step`)."""
 PROMPTS: list[list[str]] = []
 """The user texts of every model call's prompt, in order (what the model saw)."""
 
@@ -68,11 +65,6 @@ BOOK = ScriptBook.from_book(
             },
             {"name": "capitals", "match": ["capitals"], "steps": [_text("OK, STEERED INTO CAPITALS.")]},
             {"name": "remember", "match": ["remember"], "steps": [_call("remember", '{"note": "milk"}')]},
-            {
-                "name": "endless",
-                "match": ["endless tool"],
-                "steps": [_call("endless_step", '{"label": "forever"}'), _text("The endless tool ended?")],
-            },
         ],
         "fallback": {"steps": [_text("You said: {{last_user_text}}")]},
     },
@@ -110,19 +102,6 @@ async def slow_step(label: str) -> str:
     return f"done {label}"
 
 
-@tool
-async def endless_step(label: str) -> str:
-    """A step of work that only a cancellation stops."""
-    STARTED["endless_step"] += 1
-    try:
-        await asyncio.Event().wait()
-    except asyncio.CancelledError:
-        CANCELLED["endless_step"] += 1
-        raise
-    RUNS["endless_step"] += 1
-    return f"done {label}"
-
-
 @tool(approval="user-approval")
 def remember(note: str) -> str:
     """Remember a note (needs approval)."""
@@ -130,4 +109,4 @@ def remember(note: str) -> str:
     return f"remembered {note}"
 
 
-AGENT = Agent(name="control", model=RecordingBook(), tools=[slow_step, endless_step, remember])
+AGENT = Agent(name="control", model=RecordingBook(), tools=[slow_step, remember])

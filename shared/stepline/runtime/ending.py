@@ -19,7 +19,6 @@ from ..protocol.chunks import (
     ErrorChunk,
     FinishChunk,
     MessageMetadataChunk,
-    ToolOutputErrorChunk,
 )
 from ..protocol.to_chunks import DEFAULT_ERROR_TEXT
 from ..store.errors import ConcurrentUpdate, TerminalState
@@ -80,7 +79,7 @@ def _end(
         after = written[-1].seq if written else message.snapshot_seq
         written += store.events_after(user_id, run_id, after, now=services.clock())
         recorder = RunRecorder(store, run, message, now=services.clock, replay=written)
-        event = recorder.final_event([*_closed_tools(recorder, status, metadata), *chunks])
+        event = recorder.final_event(chunks)
         end = FinishRun(
             status=status, snapshot=recorder.snapshot(metadata), event=event, now=services.clock(), **fields
         )
@@ -96,21 +95,6 @@ def _end(
         return {"userId": user_id, "runId": run_id, "status": status}
     _announce_end(services, user_id, run_id)  # another end won meanwhile; announced once all the same
     return {"userId": user_id, "runId": run_id, "status": store.get_run(user_id, run_id).status}
-
-
-def _closed_tools(recorder: RunRecorder, status: str, metadata: dict[str, Any]) -> list[Any]:
-    """An error for each tool part still open in a run that did not complete: no part is left half-run.
-
-    A tool the run's end cut (Stop cancels it; a crash lost its report) gets the outcome its
-    record gets from `finish_run` (an error), so the message, the ledger and a later history agree
-    and nothing reads it as still running or runs it again.
-    """
-    if status == "completed":
-        return []
-    reason = cast(dict[str, Any], metadata.get("abort") or {}).get("reason")
-    text = f"aborted ({reason})" if status == "aborted" else "the run failed"
-    error_text = f"{text} before the tool reported a result; it may have run in part"
-    return [ToolOutputErrorChunk(tool_call_id=c, error_text=error_text) for c in recorder.open_tool_calls()]
 
 
 def _announce_end(services: Services, user_id: str, run_id: str) -> None:

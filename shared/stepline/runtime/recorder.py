@@ -32,7 +32,6 @@ __all__ = ["RunRecorder"]
 _LOG = logging.getLogger("stepline.runtime")
 _OUTPUT = (sp.TextDelta, sp.ReasoningDelta, sp.ToolInputStart, sp.ToolCall)
 """What counts as the model's first output (time to first token)."""
-_OPEN_TOOL_STATES = frozenset({"input-streaming", "input-available"})
 
 
 class RunRecorder:
@@ -134,16 +133,6 @@ class RunRecorder:
         for chunk in chunks:
             self._reducer.apply(chunk)
         return NewEvent(type=event_type_of(chunks[-1].type), chunks=[c.to_wire() for c in chunks])
-
-    def open_tool_calls(self) -> list[str]:
-        """The tool calls whose part has no outcome yet (its input streaming, or the tool running)."""
-        parts = cast(list[dict[str, Any]], self._reducer.message()["parts"])
-        return [
-            str(p["toolCallId"])
-            for p in parts
-            if (str(p.get("type", "")).startswith("tool-") or p.get("type") == "dynamic-tool")
-            and p.get("state") in _OPEN_TOOL_STATES
-        ]
 
     def _append(self, events: list[NewEvent]) -> None:
         if not events or self.closed:
