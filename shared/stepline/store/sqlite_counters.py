@@ -8,12 +8,12 @@ across threads and processes, as a condition on each counter does on DynamoDB.
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import astuple
 from pathlib import Path
 
+from .sqlite_file import SqliteFile
 from .usage_counters import Ceiling, CounterKey, CounterValue, settlements
 
 __all__ = ["SqliteCounters"]
@@ -43,19 +43,11 @@ def _name(key: CounterKey) -> str:
     return _base(key) if key.agent is None else f"{_base(key)}\x1f{key.agent}"
 
 
-class SqliteCounters:
+class SqliteCounters(SqliteFile):
     """Usage counters in a SQLite file (a connection per operation; WAL, as the store's)."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = str(path)
-        self._lock = threading.Lock()  # spares SQLite's busy-wait between this process's threads
-        with self._lock, closing(self._connect()) as connection:
-            connection.executescript(_SCHEMA)
-
-    def _connect(self) -> sqlite3.Connection:
-        connection = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        connection.execute("PRAGMA journal_mode=WAL")
-        return connection
+        super().__init__(path, _SCHEMA)
 
     def _value(self, connection: sqlite3.Connection, key: CounterKey) -> CounterValue:
         row = connection.execute(f"SELECT {_COLUMNS} FROM usage_counters WHERE counter = ?", (_name(key),)).fetchone()

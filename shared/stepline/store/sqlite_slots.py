@@ -9,13 +9,12 @@ threads and processes, as the condition of one `UpdateItem` does on DynamoDB.
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
 
 from .run_slots import SlotCap, SlotKey, refuses
+from .sqlite_file import SqliteFile
 
 __all__ = ["SqliteSlots"]
 
@@ -33,19 +32,11 @@ def _owner(key: SlotKey) -> str:
     return f"{key.scope}\x1f{key.owner}"
 
 
-class SqliteSlots:
+class SqliteSlots(SqliteFile):
     """Working-run leases in a SQLite file (a connection per operation; WAL, as the store's)."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = str(path)
-        self._lock = threading.Lock()  # spares SQLite's busy-wait between this process's threads
-        with self._lock, closing(self._connect()) as connection:
-            connection.executescript(_SCHEMA)
-
-    def _connect(self) -> sqlite3.Connection:
-        connection = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        connection.execute("PRAGMA journal_mode=WAL")
-        return connection
+        super().__init__(path, _SCHEMA)
 
     def take_one(self, cap: SlotCap, run_id: str, *, now_ms: int, lease_ms: int) -> bool:
         owner = _owner(cap.key)
