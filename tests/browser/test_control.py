@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from tests.browser.conftest import Stack, Ui, make_stack, make_ui
+from tests.support import control_agents as agents
 
 
 @pytest.fixture(scope="module")
@@ -47,11 +48,14 @@ def test_queued_messages_are_listed_cancellable_and_answered_in_turn(control_ui:
 def test_a_steering_message_shows_inline_in_the_answer(control_ui: Ui) -> None:
     ui, page = control_ui, control_ui.page
     ui.open()
-    ui.send("do a long task")
-    page.get_by_test_id("new-message-policy").select_option("steer")
-    ui.send("please answer in capitals")
-    answer = page.get_by_test_id("assistant-message").last
-    expect(answer.get_by_test_id("final-answer")).to_contain_text("OK, STEERED INTO CAPITALS.", timeout=30_000)
+    chat: list[str] = []  # the steer must be waiting before the task's step ends, however busy the machine
+    with agents.task_held_until(lambda: bool(chat) and agents.steer_waiting(ui.stack.server, chat[0])):
+        ui.send("do a long task")
+        page.get_by_test_id("new-message-policy").select_option("steer")
+        chat.append(ui.chat_id)
+        ui.send("please answer in capitals")
+        answer = page.get_by_test_id("assistant-message").last
+        expect(answer.get_by_test_id("final-answer")).to_contain_text("OK, STEERED INTO CAPITALS.", timeout=30_000)
     expect(page.get_by_test_id("assistant-message")).to_have_count(1)
     expect(page.get_by_test_id("user-message")).to_have_count(1)
     for _ in range(2):  # live, then from the stored message after a reload

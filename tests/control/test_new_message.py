@@ -199,11 +199,12 @@ def test_interrupt_mid_tool_lets_the_tool_finish_once_then_answers(server: Runni
 
 def test_steer_reaches_the_model_at_the_next_step_in_the_same_assistant_message(server: Running) -> None:
     with server.client() as client:
-        first, one = in_background(server, lambda c: post(c, "steer", "do a long task", "u1"))
-        until(lambda: streaming_text(server, "steer"), "the first step streams")
-        run_id = stored(client, "steer")["activeRunId"]
-        steered = post(client, "steer", "please answer in capitals", "u2", policy="steer")
-        first.join(30)
+        with agents.task_held_until(lambda: agents.steer_waiting(server, "steer")):
+            first, one = in_background(server, lambda c: post(c, "steer", "do a long task", "u1"))
+            until(lambda: streaming_text(server, "steer"), "the first step streams")
+            run_id = stored(client, "steer")["activeRunId"]
+            steered = post(client, "steer", "please answer in capitals", "u2", policy="steer")
+            first.join(30)
         conversation = until(lambda: idle(client, "steer"), "the chat is idle")
     messages = conversation["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant"], "no turn of its own: it joined the run"

@@ -96,7 +96,8 @@ def test_interrupt_mid_tool_finishes_the_tool_once(server: Running) -> None:
 
 
 def test_steer_is_read_by_the_model_and_streams_into_tab_as_message(server: Running) -> None:
-    tab_a, tab_b = play(server, "sdk-steer", "do a long task", ("please answer in capitals", "steer"))
+    with agents.task_held_until(lambda: agents.steer_waiting(server, "sdk-steer")):  # not a race with the task's step
+        tab_a, tab_b = play(server, "sdk-steer", "do a long task", ("please answer in capitals", "steer"))
     messages = stored(server, "sdk-steer")["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant"]
     answer = tab_a["messages"][1]

@@ -2,15 +2,19 @@
 
 A script book (a scripted model, chosen by the prompt's last user message) and two tools that
 count how often they really run: `slow_step` takes `SLOW_TOOL_SECONDS`, `remember` needs approval.
-The server runs in the test's process, so a test reads `RUNS` and `PROMPTS`.
+The server runs in the test's process, so a test reads `RUNS` and `PROMPTS`, and holds the long task's
+tool open (`task_held_until`) until its steering message is waiting, instead of racing a fixed delay.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Generator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from stepline import Agent, tool
 from stepline.llm.base import ModelCallOptions
@@ -18,12 +22,19 @@ from stepline.llm.script_book import ScriptBook
 from stepline.llm.stream_parts import ModelStreamPart
 from stepline.protocol.model_messages import ModelMessage, ModelTextPart, UserModelMessage
 
+if TYPE_CHECKING:
+    from tests.support.server import Running
+
 SLOW_TOOL_SECONDS = 1.5
 RUNS: Counter[str] = Counter()
 """Tool name -> how many times its body ran (and finished: `slow_step` counts at its end)."""
 STARTED: Counter[str] = Counter()
 PROMPTS: list[list[str]] = []
 """The user texts of every model call's prompt, in order (what the model saw)."""
+HOLD_LIMIT_SECONDS = 30.0
+"""The longest `task_held_until` holds the tool: a condition that never holds fails the test, not hangs it."""
+_TASK_OPEN = threading.Event()
+_TASK_OPEN.set()
 
 _FINISH: dict[str, Any] = {"type": "finish", "finishReason": {"unified": "stop", "raw": "stop"}, "usage": {}}
 _CALLS: dict[str, Any] = {"type": "finish", "finishReason": {"unified": "tool-calls", "raw": "tool_use"}, "usage": {}}
@@ -97,9 +108,41 @@ def _user_texts(prompt: Sequence[ModelMessage]) -> list[str]:
 async def slow_step(label: str) -> str:
     """A step of work that takes a while."""
     STARTED["slow_step"] += 1
+    if label == "task":
+        await asyncio.to_thread(_TASK_OPEN.wait, HOLD_LIMIT_SECONDS)
     await asyncio.sleep(SLOW_TOOL_SECONDS)
     RUNS["slow_step"] += 1
     return f"done {label}"
+
+
+@contextmanager
+def task_held_until(ready: Callable[[], bool]) -> Generator[None]:
+    """Inside: the long task's tool (`slow_step("task")`) waits until `ready()` holds (polled, at most
+    `HOLD_LIMIT_SECONDS`), so a message meant for the run's next step boundary is in before it."""
+    _TASK_OPEN.clear()
+    done = threading.Event()
+
+    def release() -> None:
+        deadline = time.monotonic() + HOLD_LIMIT_SECONDS
+        while not done.is_set() and time.monotonic() < deadline and not ready():
+            time.sleep(0.05)
+        _TASK_OPEN.set()
+
+    watcher = threading.Thread(target=release, name="task-hold", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
+        _TASK_OPEN.set()
+
+
+def steer_waiting(server: Running, chat_id: str) -> bool:
+    """Whether the conversation has a steering message waiting for its run (read over the API)."""
+    with server.client() as http:
+        response = http.get(f"/api/conversations/{chat_id}")
+    return response.status_code == 200 and any(w["mode"] == "steer" for w in response.json()["waiting"])
 
 
 @tool(approval="user-approval")
