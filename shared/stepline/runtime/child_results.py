@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import logging
 import re
+from collections.abc import Collection, Sequence
 from typing import cast
 
 from pydantic import JsonValue
@@ -22,7 +23,7 @@ from ..agent.loading import UnknownAgentError
 from ..loop.state import UsageTotals
 from ..protocol._json import loads_strict
 from ..store.errors import Conflict, NotFound, TerminalState
-from ..store.records import TERMINAL, ConversationRecord, RunRecord
+from ..store.records import TERMINAL, ConversationRecord, RunRecord, ToolCallRecord
 from .services import Services
 from .waits import answer, run_state
 
@@ -104,7 +105,8 @@ def children_at_work(services: Services, run: RunRecord, levels: int = DEFAULT_M
     delegated = agent_tools_of(services.agent_of_run(run.agent))
     if not delegated:  # an agent without sub-agents: a question's wait reads nothing more
         return False
-    for call in services.store.list_tool_calls(run.user_id, run.run_id):
+    calls = services.store.list_tool_calls(run.user_id, run.run_id)
+    for call in calls:
         if call.status != "pending" or call.tool_name not in delegated:
             continue
         try:
@@ -115,7 +117,20 @@ def children_at_work(services: Services, run: RunRecord, levels: int = DEFAULT_M
             return True
         if child.status in TERMINAL["run"]:  # ended, its result on its way to the parent: about to resume
             return True
-    return False
+    return _resuming(calls, delegated)
+
+
+def _resuming(calls: Sequence[ToolCallRecord], delegated: Collection[str]) -> bool:
+    """Every call of the run's wait has its answer and one was a sub-agent's: the parent resumes next.
+
+    Between the last child's answer (`answer_tool_call`) and the parent's next step marking it
+    running, the run still reads `waiting_user`; a stream that stopped there would miss the answer.
+    """
+    if not calls:
+        return False
+    latest = max(c.step_index for c in calls)
+    wait = [c for c in calls if c.step_index == latest]
+    return any(c.tool_name in delegated for c in wait) and all(c.status in TERMINAL["tool_call"] for c in wait)
 
 
 def shown_status(services: Services, conversation: ConversationRecord) -> ConversationRecord:
