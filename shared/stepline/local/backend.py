@@ -37,6 +37,7 @@ from ..aws.stepfunctions import StepFunctionsOrchestrator
 from ..runtime.handlers import Handler, handlers
 from ..runtime.services import Services
 from ..runtime.stream_push import InProcessNotifier
+from ..runtime.working_runs import run_tenant
 from ..store.files import FileBlobStore
 from ..store.ports import Store
 from ..store.sqlite import SqliteStore
@@ -45,6 +46,7 @@ from .links import LocalLinkBlobStore
 from .moto_memory import untrack_dynamodb_models
 from .resources import create_bucket, create_tables
 from .restart import lock_data_dir, redrive_unfinished
+from .workers import Owner
 from .workflow import LocalWorkflow, install_lambda_router
 
 __all__ = [
@@ -165,7 +167,11 @@ def local_backend(
         invoked: dict[str, Handler] = {}  # what the engine calls: the handlers, wrapped for tests
         orchestrator: StepFunctionsOrchestrator | LocalStepFunctions
         if engine == "local":
-            orchestrator = LocalStepFunctions(invoked, approval_timeout_seconds=approval_timeout_seconds)
+            orchestrator = LocalStepFunctions(
+                invoked,
+                approval_timeout_seconds=approval_timeout_seconds,
+                owner_of=lambda user_id, run_id: Owner(run_tenant(services, user_id, run_id), user_id),
+            )
         else:
             workflow = LocalWorkflow(region=REGION)
             orchestrator = StepFunctionsOrchestrator(

@@ -12,8 +12,9 @@ to the in-process handlers, as moto's Lambda is. What differs is where an execut
 
 - a state that runs (a Lambda task) is a job on a small pool of worker threads (`workers`, default
   16): a run takes one for the duration of one step, then goes back into the queue, so runs
-  interleave fairly and at most `workers` steps run at once (the rest queue, as at a Lambda
-  concurrency limit);
+  interleave and at most `workers` steps run at once (the rest queue, as at a Lambda concurrency
+  limit); the queue takes turns across tenants and their users (`stepline.local.workers`), so one
+  tenant's flood does not delay another's steps;
 - an execution between states is a record: parked on a task token it is an entry in a table that
   `resume` (SendTaskSuccess) takes out again, its timeout (`TimeoutSecondsPath`) and the delays of
   `Retry` are entries of one timer thread. No thread is held by a waiting run.
@@ -25,14 +26,11 @@ reconciler asks, `latest_execution`). It implements the orchestrator port (`star
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import json
 import logging
-import queue
 import secrets
 import threading
-import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -45,6 +43,7 @@ from ..runtime.executions import Execution
 from ..runtime.handlers import Handler
 from ..stack import ASL
 from . import asl
+from .workers import Owner, Timers, Workers
 from .workflow import FUNCTIONS, SimulatedCrash, lambda_error_type
 
 __all__ = ["STEP_WORKERS", "LocalStepFunctions"]
@@ -65,6 +64,7 @@ class _Run:
     generation: int
     data: Any
     state: str
+    owner: Owner
     attempts: dict[int, int] = field(default_factory=dict[int, int])
     status: str = "RUNNING"
     token: str | None = None
@@ -73,80 +73,8 @@ class _Run:
     invoking: bool = False
 
 
-class _Timers:
-    """One thread that calls each callback when its time comes."""
-
-    def __init__(self, submit: Callable[[Callable[[], None]], None]) -> None:
-        self._submit = submit
-        self._due: list[tuple[float, int, Callable[[], None]]] = []
-        self._order = itertools.count()
-        self._changed = threading.Condition()
-        self._stopped = False
-        self._thread = threading.Thread(target=self._loop, name="stepline-timers", daemon=True)
-        self._thread.start()
-
-    def after(self, seconds: float, callback: Callable[[], None]) -> None:
-        with self._changed:
-            heapq.heappush(self._due, (time.monotonic() + seconds, next(self._order), callback))
-            self._changed.notify()
-
-    def stop(self) -> None:
-        with self._changed:
-            self._stopped = True
-            self._changed.notify()
-        self._thread.join(5)
-
-    def _loop(self) -> None:
-        while True:
-            with self._changed:
-                while not self._stopped and (not self._due or self._due[0][0] > time.monotonic()):
-                    self._changed.wait(self._due[0][0] - time.monotonic() if self._due else None)
-                if self._stopped:
-                    return
-                _, _, callback = heapq.heappop(self._due)
-            self._submit(callback)
-
-
-class _Workers:
-    """Up to `size` daemon threads taking jobs from one queue, started as the work needs them.
-
-    `concurrent.futures.ThreadPoolExecutor`'s scheme (an idle worker takes the next job, a new one
-    is started only when none is idle), with daemon threads: a stop does not wait for a step that
-    still streams (it is redone on the next start, as a crashed Lambda's is).
-    """
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._idle = threading.Semaphore(0)
-        self._lock = threading.Lock()
-        self._started = 0
-        self._closed = False
-
-    def submit(self, job: Callable[[], None]) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            if not self._idle.acquire(blocking=False) and self._started < self._size:
-                self._started += 1
-                threading.Thread(target=self._work, name=f"stepline-step-{self._started}", daemon=True).start()
-            self._jobs.put(job)
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            for _ in range(self._started):
-                self._jobs.put(None)
-
-    def _work(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            if self._closed:  # stopping: what is still queued is redone on the next start
-                continue
-            try:
-                job()
-            except Exception:  # a bug of the engine: logged, the worker goes on
-                _LOG.exception("the local state machine failed")
-            self._idle.release()
+def _own_tenant(user_id: str, _run_id: str) -> Owner:
+    return Owner("", user_id)
 
 
 class _Context:
@@ -167,7 +95,13 @@ class LocalStepFunctions:
         approval_timeout_seconds: int,
         workers: int = STEP_WORKERS,
         definition: Traversable = ASL,
+        owner_of: Callable[[str, str], Owner] | None = None,
     ) -> None:
+        """Run `definition` with its Lambda tasks routed to `routes`.
+
+        `owner_of(user_id, run_id)`: whose turn a run's steps take in the queue (default: the
+        user's, all in one tenant); asked once per execution.
+        """
         text = definition.read_text(encoding="utf-8")
         for placeholder, function in FUNCTIONS.items():  # the function's name stands for its ARN
             text = text.replace("${" + placeholder + "}", function)
@@ -181,8 +115,9 @@ class LocalStepFunctions:
         self._waiting: dict[str, _Run] = {}
         """Task token -> the execution parked on it."""
         self._requests = itertools.count(1)
-        self._workers = _Workers(workers)
-        self._timers = _Timers(self._workers.submit)
+        self._owner_of: Callable[[str, str], Owner] = owner_of or _own_tenant
+        self._workers = Workers(workers)
+        self._timers = Timers(self._workers)
 
     def close(self) -> None:
         """Stop taking work; steps that run finish (the process is ending: a cut run is redone on start)."""
@@ -218,7 +153,7 @@ class LocalStepFunctions:
             if run.invoking:  # the Lambda that got the token has not returned yet: go on when it does
                 run.resumed = True
                 return True
-        self._submit(lambda: self._after_task(run, {}, None))
+        self._workers.submit(lambda: self._after_task(run, {}, None), run.owner)
         return True
 
     def latest_execution(self, run_id: str) -> Execution | None:
@@ -241,16 +176,17 @@ class LocalStepFunctions:
 
     def _start(self, run_id: str, generation: int, payload: dict[str, Any]) -> bool:
         name = execution_name(run_id, generation)
-        run = _Run(name, run_id, generation, payload, self._definition["StartAt"])
+        owner = self._owner_of(str(payload.get("userId", "")), run_id)
+        run = _Run(name, run_id, generation, payload, self._definition["StartAt"], owner)
         with self._lock:
             if name in self._runs:
                 return False
             self._runs[name] = run
-        self._submit(lambda: self._advance(run))
+        self._submit(run)
         return True
 
-    def _submit(self, job: Callable[[], None]) -> None:
-        self._workers.submit(job)
+    def _submit(self, run: _Run) -> None:
+        self._workers.submit(lambda: self._advance(run), run.owner)
 
     def _end(self, run: _Run, status: str, error: str | None, cause: str | None) -> None:
         """Call with the lock held: the execution is remembered by its status only."""
@@ -324,7 +260,7 @@ class LocalStepFunctions:
             run.invoking = False
             if not run.resumed:  # parked: no thread holds it until the token is used or expires
                 if seconds is not None:
-                    self._timers.after(seconds, lambda: self._expire(token))  # the token only: no run kept
+                    self._timers.after(seconds, lambda: self._expire(token), run.owner)  # the token only: no run kept
                 return
         self._after_task(run, {}, None)
 
@@ -371,12 +307,12 @@ class LocalStepFunctions:
                 return
             run.attempts = {}
             run.state = state["Next"]
-            self._submit(lambda: self._advance(run))
+            self._submit(run)
             return
         name, cause = error
         delay = asl.retry_delay(state.get("Retry", []), name, run.attempts)
         if delay is not None:
-            self._timers.after(delay, lambda: self._advance(run))
+            self._timers.after(delay, lambda: self._advance(run), run.owner)
             return
         catcher = asl.catcher_for(state.get("Catch", []), name)
         if catcher is None:
@@ -385,7 +321,7 @@ class LocalStepFunctions:
         run.attempts = {}
         run.data = asl.apply_result_path(run.data, catcher.get("ResultPath", "$"), {"Error": name, "Cause": cause})
         run.state = catcher["Next"]
-        self._submit(lambda: self._advance(run))
+        self._submit(run)
 
     def _fail(self, run: _Run, error: str, cause: str) -> None:
         _LOG.warning("execution %s failed: %s", run.name, error)

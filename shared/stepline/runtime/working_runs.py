@@ -21,12 +21,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..errors import StepLineError
+from ..store.errors import NotFound
 from ..store.records import RunRecord
 from ..store.run_slots import LEASE_MS, SlotCap, SlotKey, take_all
 from .budget_gate import tenant_of
 from .services import Services
 
-__all__ = ["RETRY_AFTER_SECONDS", "TooManyRuns", "admit", "capped", "hold", "release", "slot_caps"]
+__all__ = ["RETRY_AFTER_SECONDS", "TooManyRuns", "admit", "capped", "hold", "release", "run_tenant", "slot_caps"]
 
 RETRY_AFTER_SECONDS = 2
 """The `Retry-After` of a refusal: a run's slot frees when it ends or waits, which no one can date;
@@ -69,6 +70,14 @@ def capped(services: Services) -> bool:
 def _tenant(services: Services, run: RunRecord) -> str:
     claims = (run.context or {}).get("claims")
     return tenant_of(claims if isinstance(claims, Mapping) else None, services.tenant_claim)
+
+
+def run_tenant(services: Services, user_id: str, run_id: str) -> str:
+    """The tenant of a stored run (the claims it keeps); its user's own when the run is not found."""
+    try:
+        return _tenant(services, services.store.get_run(user_id, run_id))
+    except NotFound:
+        return user_id
 
 
 def admit(services: Services, user_id: str, claims: Mapping[str, object] | None, run_id: str) -> list[SlotKey]:
