@@ -67,7 +67,7 @@ def test_a_second_working_run_is_429_until_the_first_aborts_parks_or_completes(s
         assert b.post("/api/runs", json={"input": "hi"}).status_code == 202  # user-b's slots are their own
         for response in (refused, refused_chat):
             assert response.status_code == 429, response.text
-            assert response.headers["retry-after"] == "2"
+            assert response.headers["retry-after"] in {"1", "2", "3"}
             error = response.json()["error"]
             assert error["status"] == 429 and "user_working_runs is 1" in error["message"]
         assert a.get("/api/conversations/cap-chat").status_code == 404  # the refused chat started nothing

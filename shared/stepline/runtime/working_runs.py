@@ -18,6 +18,7 @@ With neither cap set nothing is read or written.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 
 from ..errors import StepLineError
@@ -27,17 +28,35 @@ from ..store.run_slots import LEASE_MS, SlotCap, SlotKey, take_all
 from .budget_gate import tenant_of
 from .services import Services
 
-__all__ = ["RETRY_AFTER_SECONDS", "TooManyRuns", "admit", "capped", "hold", "release", "run_tenant", "slot_caps"]
+__all__ = [
+    "RETRY_AFTER_SECONDS",
+    "TooManyRuns",
+    "admit",
+    "capped",
+    "hold",
+    "release",
+    "retry_after",
+    "run_tenant",
+    "slot_caps",
+]
 
-RETRY_AFTER_SECONDS = 2
-"""The `Retry-After` of a refusal: a run's slot frees when it ends or waits, which no one can date;
-a chat step takes seconds, so a client that tries again after two finds one free soon."""
+RETRY_AFTER_SECONDS = (1, 3)
+"""The range of a refusal's `Retry-After`, drawn for each refusal: a run's slot frees when it ends
+or waits, which no one can date; a chat step takes seconds, so a client that tries again after one
+to three finds one free soon. Drawn, not fixed: the clients refused in one burst come back spread
+over two seconds instead of all together."""
+
+
+def retry_after() -> int:
+    """A refusal's `Retry-After` in whole seconds (the header's unit), drawn from `RETRY_AFTER_SECONDS`."""
+    low, high = RETRY_AFTER_SECONDS
+    return random.randint(low, high)  # spreading retries, not a secret
 
 
 class TooManyRuns(StepLineError):
     """A turn refused at the cap on working runs (nothing was started)."""
 
-    def __init__(self, limit: str, value: int, retry_after: int = RETRY_AFTER_SECONDS) -> None:
+    def __init__(self, limit: str, value: int, retry_after: int) -> None:
         super().__init__(
             f"too many runs at once: {limit} is {value}; try again when one ends (retry in {retry_after} s)"
         )
@@ -88,7 +107,7 @@ def admit(services: Services, user_id: str, claims: Mapping[str, object] | None,
         return []
     refused = take_all(services.store.slots, caps, run_id, now_ms=services.clock(), lease_ms=LEASE_MS)
     if refused is not None:
-        raise TooManyRuns(refused.name, refused.cap or 0)
+        raise TooManyRuns(refused.name, refused.cap or 0, retry_after())
     return [c.key for c in caps]
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from moto import mock_aws
 
+from stepline.runtime.working_runs import retry_after
 from stepline.store.run_slots import MemorySlots, RunSlots, SlotCap, SlotKey, take_all
 from stepline.store.sqlite_slots import SqliteSlots
 from tests.support.dynamo_store import make_dynamo_store
@@ -101,3 +102,8 @@ def test_threads_racing_the_last_slots_never_pass_the_cap(slots: RunSlots) -> No
         thread.join()
     assert len(taken) == 3
     assert set(slots.holders(ACME, now_ms=NOW)) == set(taken)
+
+
+def test_a_refusals_retry_after_is_spread_over_one_to_three_seconds() -> None:
+    drawn = {retry_after() for _ in range(60)}
+    assert drawn <= {1, 2, 3} and len(drawn) > 1, "one value for all would bring a refused burst back together"
