@@ -47,7 +47,7 @@ from .moto_memory import untrack_dynamodb_models
 from .resources import create_bucket, create_tables
 from .restart import lock_data_dir, redrive_unfinished
 from .workers import Owner
-from .workflow import LocalWorkflow, install_lambda_router
+from .workflow import LocalWorkflow
 
 __all__ = [
     "DATABASE",
@@ -173,7 +173,7 @@ def local_backend(
                 owner_of=lambda user_id, run_id: Owner(run_tenant(services, user_id, run_id), user_id),
             )
         else:
-            workflow = LocalWorkflow(region=REGION)
+            workflow = LocalWorkflow(invoked, region=REGION)
             orchestrator = StepFunctionsOrchestrator(
                 _client("stepfunctions"),
                 state_machine_arn=workflow.state_machine_arn,
@@ -185,14 +185,14 @@ def local_backend(
         services.stream_push = InProcessNotifier()  # the workers run in this process: they wake the streams
         routes.update(handlers(lambda: services))
         invoked.update(wrap(routes) if wrap else routes)
-        if workflow is not None:
-            install_lambda_router(invoked)
         redriven = redrive_unfinished(services, orchestrator) if data_dir is not None else 0
         try:
             yield LocalBackend(services, workflow, routes, dynamodb, data_dir, redriven, orchestrator)
         finally:
             if isinstance(orchestrator, LocalStepFunctions):
                 orchestrator.close()
+            if workflow is not None:
+                workflow.close()
             if isinstance(store, SqliteStore):
                 store.close()
             if lock is not None:

@@ -7,6 +7,13 @@ handler**: `install_lambda_router` replaces `LambdaSimpleBackend.invoke` with a 
 function name. An exception in a handler is reported as an unhandled function error with its class
 name as `errorType`, exactly what Step Functions' `Retry`/`Catch` match on.
 
+Each `LocalWorkflow` creates its functions under names tagged with its own number
+(`stepline-model-step--3`) and routes only those to its handlers. moto's executions are threads
+that outlive the backend that started them (a retry's `time.sleep` is not interruptible), so
+without the tag an execution left over from a closed backend would wake later and run the next
+backend's handlers against a run that backend never had. `LocalWorkflow.close` stops its running
+executions, stops routing to its handlers and waits for the calls already in them.
+
 `install_sfn_start_adapter` is the other moto adaptation: its optimized `states:startExecution`
 integration passes the ASL's parameter names (`StateMachineArn`, `Name`, `Input`, as AWS documents
 them) to boto3 unchanged, which wants `stateMachineArn`, `name`, `input`, and then cannot serialise
@@ -17,7 +24,9 @@ the response's datetime. The adapter renames the parameters and returns what AWS
 from __future__ import annotations
 
 import io
+import itertools
 import json
+import threading
 import traceback
 import zipfile
 from collections.abc import Callable, Mapping
@@ -43,7 +52,33 @@ FUNCTIONS = {
     f"{logical_name(name)}FunctionArn": name  # the ASL's placeholder: ${ModelStepFunctionArn}
     for name in HANDLER_NAMES
 }
-_ROUTES: dict[str, Handler] = {}
+_TAG = "--"  # between a handler's name and its workflow's number: Lambda names allow no dots
+_numbers = itertools.count(1)
+
+
+class _Routes:
+    """One workflow's handlers, and how many calls are in them."""
+
+    def __init__(self, routes: Mapping[str, Handler]) -> None:
+        self.routes = routes  # read at each call: the backend fills it after creating the workflow
+        self.calls = 0
+        self.idle = threading.Condition()
+
+    def enter(self) -> None:
+        with self.idle:
+            self.calls += 1
+
+    def leave(self) -> None:
+        with self.idle:
+            self.calls -= 1
+            self.idle.notify_all()
+
+    def drain(self, timeout: float) -> bool:
+        with self.idle:
+            return self.idle.wait_for(lambda: self.calls == 0, timeout)
+
+
+_LIVE: dict[str, _Routes] = {}  # workflow number -> its routes, while the workflow is open
 
 
 class _Context:
@@ -54,19 +89,30 @@ class _Context:
         self.aws_request_id = request_id
 
 
-def install_lambda_router(routes: Mapping[str, Handler]) -> None:
-    """Route moto's Lambda invocations to in-process handlers (by function name)."""
+def _unhandled(response_headers: dict[str, str], error_type: str, message: str) -> bytes:
+    response_headers["x-amz-function-error"] = "Unhandled"
+    return json.dumps({"errorType": error_type, "errorMessage": message, "stackTrace": []}).encode()
+
+
+def install_lambda_router() -> None:
+    """Route moto's Lambda invocations to the in-process handlers of the workflow that owns the function."""
     from moto.awslambda_simple.models import LambdaSimpleBackend
 
-    _ROUTES.update(routes)
-    counter = iter(range(1, 10**9))
+    counter = itertools.count(1)
 
-    def invoke(self: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: Any) -> bytes:
-        name = function_name.split(":function:")[-1].split(":")[0]
-        handler = _ROUTES.get(name)
+    def invoke(
+        self: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: dict[str, str]
+    ) -> bytes:
+        tagged = function_name.split(":function:")[-1].split(":")[0]
+        name, _, number = tagged.partition(_TAG)
+        owner = _LIVE.get(number)
+        if owner is None:  # an execution of a closed workflow: it reaches no one's handlers
+            return _unhandled(response_headers, "WorkflowClosed", f"the workflow of {tagged} is closed")
+        handler = owner.routes.get(name)
         if handler is None:
-            raise KeyError(f"no in-process handler for Lambda function {name}")
+            return _unhandled(response_headers, "KeyError", f"no in-process handler for Lambda function {name}")
         event: dict[str, Any] = loads_strict(body) if body else {}
+        owner.enter()
         try:
             result = handler(event, _Context(name, f"local-{next(counter)}"))
         except (Exception, _SimulatedCrash, BaseExceptionGroup) as error:  # as Lambda reports an unhandled error
@@ -77,6 +123,8 @@ def install_lambda_router(routes: Mapping[str, Handler]) -> None:
                 "stackTrace": traceback.format_exc().splitlines(),
             }
             return json.dumps(payload).encode()
+        finally:
+            owner.leave()
         return json.dumps(result).encode()
 
     LambdaSimpleBackend.invoke = invoke  # type: ignore[method-assign]
@@ -139,35 +187,59 @@ def _dummy_zip() -> bytes:
 
 
 class LocalWorkflow:
-    """Creates the functions and the state machine on moto (call inside `mock_aws(...)`)."""
+    """Creates the functions and the state machine on moto (call inside `mock_aws(...)`), routed to `routes`.
 
-    def __init__(self, *, region: str = "us-east-1", name: str = "stepline-agent-run") -> None:
+    `close()` before leaving `mock_aws`: see the module docstring.
+    """
+
+    def __init__(
+        self, routes: Mapping[str, Handler], *, region: str = "us-east-1", name: str = "stepline-agent-run"
+    ) -> None:
         import boto3
 
+        self._number = str(next(_numbers))
+        self._routes = _Routes(routes)
+        install_lambda_router()
         install_sfn_start_adapter()
         install_sfn_speedups()  # the same interpreter, without re-parsing and new clients per execution
         self.sfn = cast(Any, boto3.client("stepfunctions", region_name=region))  # pyright: ignore[reportUnknownMemberType]
         self._lambda = cast(Any, boto3.client("lambda", region_name=region))  # pyright: ignore[reportUnknownMemberType]
         self._iam = cast(Any, boto3.client("iam", region_name=region))  # pyright: ignore[reportUnknownMemberType]
         role: dict[str, Any] = self._iam.create_role(
-            RoleName="stepline-local", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []})
+            RoleName=f"stepline-local{_TAG}{self._number}", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []})
         )
         arns: dict[str, str] = {}
+        self.functions: dict[str, str] = {}
+        """Each handler's name -> the ARN of its function here."""
         for placeholder, function in FUNCTIONS.items():
             created: dict[str, Any] = self._lambda.create_function(
-                FunctionName=function,
+                FunctionName=f"{function}{_TAG}{self._number}",
                 Runtime="python3.13",
                 Role=role["Role"]["Arn"],
                 Handler="app.handler",
                 Code={"ZipFile": _dummy_zip()},
             )
-            arns[placeholder] = created["FunctionArn"]
+            arns[placeholder] = self.functions[function] = created["FunctionArn"]
         definition = ASL.read_text(encoding="utf-8")
         for placeholder, arn in arns.items():  # CloudFormation's DefinitionSubstitutions; moto does not substitute
             definition = definition.replace("${" + placeholder + "}", arn)
         self.state_machine_arn: str = self.sfn.create_state_machine(
             name=name, definition=definition, roleArn=role["Role"]["Arn"], type="STANDARD"
         )["stateMachineArn"]
+        _LIVE[self._number] = self._routes
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop the running executions and the routing to the handlers; wait for the calls in them."""
+        try:
+            pages = self.sfn.get_paginator("list_executions").paginate(
+                stateMachineArn=self.state_machine_arn, statusFilter="RUNNING"
+            )
+            for page in pages:
+                for execution in page["executions"]:
+                    self.sfn.stop_execution(executionArn=execution["executionArn"])
+        finally:
+            _LIVE.pop(self._number, None)
+            self._routes.drain(timeout)  # a call held past it (a test's gate) is left to its thread
 
     def execution_arn(self, run_id: str, generation: int = 0) -> str:
         return execution_arn(self.state_machine_arn, run_id, generation)
