@@ -191,11 +191,28 @@ def _step_lines(step: Mapping[str, Any]) -> list[str]:
         )
         lines.append(f"             input {_short(tool.get('input'), 120)}")
         lines.append(f"             output {_short(tool.get('output') or tool.get('error'), 120)}")
+        sub = cast(Mapping[str, Any] | None, tool.get("subAgent"))
+        if sub:
+            agent = sub.get("agent") or "-"
+            lines.append(f"             sub-agent {agent}: run {sub.get('runId')}  {sub.get('status')}")
+    return lines
+
+
+def _tree_lines(sub_agents: Sequence[Mapping[str, Any]], indent: str = "  ") -> list[str]:
+    lines: list[str] = []
+    for sub in sub_agents:
+        usage = cast(Mapping[str, Any], sub.get("usage") or {})
+        lines.append(
+            f"{indent}{sub.get('agent') or '-'}  {sub.get('runId')}  {sub.get('status')}  "
+            f"tokens in {usage.get('inputTokens', '-')} / out {usage.get('outputTokens', '-')}  "
+            f"(call {sub.get('toolCallId')})"
+        )
+        lines += _tree_lines(cast(Sequence[Mapping[str, Any]], sub.get("subAgents") or []), indent + "  ")
     return lines
 
 
 def render_run(view: Mapping[str, Any]) -> str:
-    """The run as text: a header, then each step with its request, answer, timings and tools."""
+    """The run as text: a header with its sub-agent tree, then each step with its request, answer, timings and tools."""
     usage = cast(Mapping[str, Any], view.get("usage") or {})
     took = view["endedAt"] - view["startedAt"] if view.get("endedAt") is not None else None
     lines = [
@@ -206,6 +223,12 @@ def render_run(view: Mapping[str, Any]) -> str:
     ]
     if view.get("error"):
         lines.append(f"error {_short(view['error'])}")
+    parent = cast(Mapping[str, Any] | None, view.get("parent"))
+    if parent:
+        lines.append(f"sub-agent of run {parent.get('runId')} (call {parent.get('toolCallId')})")
+    sub_agents = cast(Sequence[Mapping[str, Any]], view.get("subAgents") or [])
+    if sub_agents:
+        lines += ["sub-agents (stepline runs show RUN_ID):", *_tree_lines(sub_agents)]
     for step in cast(Sequence[Mapping[str, Any]], view.get("steps") or []):
         lines += ["", *_step_lines(step)]
     return "\n".join(lines) + "\n"

@@ -114,3 +114,23 @@ def test_the_chat_stream_follows_the_parent_while_its_sub_agent_works_and_ends_w
     assert types[-1] == "finish" and "text-delta" in types  # one stream: the child's progress, then the answer
     reduced = sdk.call("reduce", chunks=chunks)
     assert reduced["errors"] == [] and reduced["final"]["parts"] == done["messages"][-1]["parts"]
+
+
+def test_the_inspector_shows_the_sub_agent_tree_to_its_owner_only(server: Running) -> None:
+    with server.client(USER) as client, server.client(OTHER) as other:
+        send(client, "inspect-facts", "facts about otters, please")
+        done = wait_status(client, "inspect-facts", "idle", timeout=30)
+        run_id = done["messages"][-1]["metadata"]["runId"]
+        lead = client.get(f"/api/runs/{run_id}/steps")
+        child_id = child_run_id(run_id, "r1")
+        child = client.get(f"/api/runs/{child_id}/steps")
+        foreign = other.get(f"/api/runs/{child_id}/steps")
+    assert lead.status_code == 200, lead.text
+    (sub,) = lead.json()["subAgents"]
+    assert (sub["agent"], sub["runId"], sub["status"], sub["toolCallId"]) == ("researcher", child_id, "completed", "r1")
+    (tool,) = [t for step in lead.json()["steps"] for t in step["tools"]]
+    assert tool["subAgent"]["runId"] == child_id
+    assert child.status_code == 200, child.text
+    assert child.json()["parent"] == {"runId": run_id, "toolCallId": "r1", "toolName": "researcher", "depth": 1}
+    assert child.json()["steps"][0]["response"]["text"] == FINDINGS  # the child's own steps, as for any run
+    assert foreign.status_code == 404

@@ -10,6 +10,20 @@ export interface InspectedTiming {
   durationMs: number | null;
 }
 
+/** A child run of an agent-tool call, with its own children (the sub-agent tree). */
+export interface InspectedSubAgent {
+  toolCallId: string;
+  toolName: string;
+  runId: string;
+  agent: string | null;
+  status: string;
+  finishReason: string | null;
+  usage: Record<string, number> | null;
+  startedAt: number;
+  endedAt: number | null;
+  subAgents: InspectedSubAgent[];
+}
+
 export interface InspectedTool {
   toolCallId: string;
   toolName: string;
@@ -26,6 +40,7 @@ export interface InspectedTool {
     reason: string | null;
     decidedAt: number | null;
   } | null;
+  subAgent: InspectedSubAgent | null;
 }
 
 export interface InspectedRequest {
@@ -70,6 +85,9 @@ export interface InspectedRun {
   endedAt: number | null;
   traceId: string | null;
   steps: InspectedStep[];
+  /** On a sub-agent's run: the parent run and the tool call it answers. */
+  parent: { runId: string; toolCallId: string; toolName: string; depth: number } | null;
+  subAgents: InspectedSubAgent[];
 }
 
 export async function fetchRunSteps(runId: string): Promise<InspectedRun> {

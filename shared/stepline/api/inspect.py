@@ -2,8 +2,8 @@
 
 Each step in order with its model request as sent (instructions, messages, tools with their
 schemas, settings, provider options), the answer summarised, tokens, timings and retries, and
-each tool call with its input, output, duration and who decided its approval
-(`stepline.runtime.inspection`). Another user's run, or one that does not exist, is a 404 alike.
+each tool call with its input, output, duration and who decided its approval, and the sub-agent
+tree (`stepline.runtime.inspection`). Another user's run, or one that does not exist, is a 404 alike.
 What was recorded was masked when it was written; a run from a deployment that records no
 requests (`InspectRequests=false`) has steps without a `request`.
 """
@@ -44,6 +44,10 @@ class RunInspection(BaseModel):
     trace_id: str | None
     """The run's OpenTelemetry trace id: the same run in any tracing backend."""
     steps: list[dict[str, JsonValue]]
+    parent: dict[str, JsonValue] | None = None
+    """On a sub-agent's run: the parent run and the tool call it answers."""
+    sub_agents: list[dict[str, JsonValue]] = []
+    """The child runs of its agent-tool calls, each with its own (the sub-agent tree)."""
 
 
 @router.get("/api/runs/{run_id}/steps", tags=["runs"], response_model_by_alias=True)

@@ -16,7 +16,10 @@ store's offload threshold goes to the blob store like any other record (`store.p
 show`): the steps in order with their requests resolved back to the messages as sent, timings in
 milliseconds (queued: from when the step became due to its start; time to first token; duration),
 each attempt and why it was retried, the tool calls with input, output, duration and who decided
-their approval. Everything was masked when it was written.
+their approval, and the sub-agent tree: an agent-tool call's child run (its status, usage and its
+own children, `DEFAULT_MAX_DEPTH` levels down), each openable by its run id, and on a child run the
+parent call it answers. Finding a call's child is one read per tool call. Everything was masked
+when it was written.
 """
 
 from __future__ import annotations
@@ -27,10 +30,12 @@ from typing import Any, cast
 
 from pydantic import JsonValue
 
+from ..agent.delegation import DEFAULT_MAX_DEPTH
 from ..loop.state import StepOutcome
 from ..store.errors import NotFound
 from ..store.ports import Store
 from ..store.records import ApprovalRecord, RunRecord, StepRecordRow, ToolCallRecord
+from .child_results import child_run_id, parent_of
 
 __all__ = ["KEYFRAME_EVERY", "queued_at", "resolve_requests", "run_view", "step_fields", "window_start"]
 
@@ -175,6 +180,7 @@ def _tool_view(call: ToolCallRecord, approval: ApprovalRecord | None) -> dict[st
         "endedAt": call.ended_at,
         "durationMs": _ms(call.ended_at, call.started_at),
         "approval": None,
+        "subAgent": None,
     }
     if approval is not None:
         view["approval"] = {
@@ -201,6 +207,31 @@ def _approvals(store: Store, run: RunRecord) -> list[ApprovalRecord]:
     return found
 
 
+def _sub_agent(store: Store, run: RunRecord, call: ToolCallRecord, levels: int) -> dict[str, Any] | None:
+    """The child run answering `call` (None: not an agent-tool call, or its child never started)."""
+    try:
+        child = store.get_run(run.user_id, child_run_id(run.run_id, call.tool_call_id))
+    except NotFound:
+        return None
+    return {
+        "toolCallId": call.tool_call_id,
+        "toolName": call.tool_name,
+        "runId": child.run_id,
+        "agent": child.agent,
+        "status": child.status,
+        "finishReason": child.finish_reason,
+        "usage": child.usage,
+        "startedAt": child.started_at,
+        "endedAt": child.ended_at,
+        "subAgents": _sub_agents(store, child, levels - 1) if levels > 1 else [],
+    }
+
+
+def _sub_agents(store: Store, run: RunRecord, levels: int) -> list[dict[str, Any]]:
+    calls = sorted(store.list_tool_calls(run.user_id, run.run_id), key=lambda c: c.step_index)
+    return [sub for call in calls if (sub := _sub_agent(store, run, call, levels)) is not None]
+
+
 def run_view(store: Store, user_id: str, run_id: str) -> dict[str, Any]:
     """The whole inspection of one of the user's runs (`NotFound` for anyone else's)."""
     run = store.get_run(user_id, run_id)
@@ -209,10 +240,16 @@ def run_view(store: Store, user_id: str, run_id: str) -> dict[str, Any]:
     steps = [_step_view(row, request) for row, request in zip(rows, resolve_requests(rows), strict=True)]
     by_call = {a.tool_call_id: a for a in approvals}
     by_step = {step["stepNumber"]: step for step in steps}
-    for call in store.list_tool_calls(user_id, run_id):
+    sub_agents: list[dict[str, Any]] = []
+    for call in sorted(store.list_tool_calls(user_id, run_id), key=lambda c: c.step_index):
+        tool = _tool_view(call, by_call.get(call.tool_call_id))
+        tool["subAgent"] = _sub_agent(store, run, call, DEFAULT_MAX_DEPTH)
+        if tool["subAgent"] is not None:
+            sub_agents.append(tool["subAgent"])
         step = by_step.get(call.step_index)
         if step is not None:
-            step["tools"].append(_tool_view(call, by_call.get(call.tool_call_id)))
+            step["tools"].append(tool)
+    parent = parent_of(run)
     return {
         "runId": run.run_id,
         "conversationId": run.conversation_id,
@@ -228,4 +265,6 @@ def run_view(store: Store, user_id: str, run_id: str) -> dict[str, Any]:
         "endedAt": run.ended_at,
         "traceId": run.trace.split("-")[1] if run.trace else None,
         "steps": steps,
+        "parent": {key: parent.get(key) for key in ("runId", "toolCallId", "toolName", "depth")} if parent else None,
+        "subAgents": sub_agents,
     }

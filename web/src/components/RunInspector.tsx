@@ -2,9 +2,16 @@
 // and for runs of any age). Each step: the model request as sent (instructions, messages, tools
 // with their schemas, settings, provider options — masked when recorded), the answer, tokens,
 // timings (queued, time to first token, duration), retries and why, and each tool call with its
-// input, output, duration and who decided its approval.
+// input, output, duration and who decided its approval. An agent-tool call's child run is in the
+// sub-agent tree, each one opening its own inspector on top of this one.
 import { useEffect, useRef, useState, type ReactNode } from 'react';
-import { fetchRunSteps, type InspectedRequest, type InspectedRun, type InspectedStep } from '../inspect';
+import {
+  fetchRunSteps,
+  type InspectedRequest,
+  type InspectedRun,
+  type InspectedStep,
+  type InspectedSubAgent,
+} from '../inspect';
 import { formatDuration } from '../model';
 import { Icon } from './Icon';
 import './inspector.css';
@@ -39,6 +46,28 @@ function textOf(content: unknown): string {
       p.type === 'text' || p.type === 'reasoning' ? (p.text ?? '') : `[${p.type}${p.toolName ? ` ${p.toolName}` : ''}]`,
     )
     .join(' ');
+}
+
+function tokens(usage: Record<string, number> | null): string {
+  return `${usage?.inputTokens ?? '—'} in / ${usage?.outputTokens ?? '—'} out tokens`;
+}
+
+function SubAgentTree({ subAgents }: { subAgents: InspectedSubAgent[] }) {
+  return (
+    <ul className="inspect-tree">
+      {subAgents.map(sub => (
+        <li key={sub.runId} data-testid="inspect-sub-agent" data-run={sub.runId}>
+          <strong>{sub.agent ?? sub.toolName}</strong> <span className="badge">{sub.status}</span>{' '}
+          <span className="muted">
+            {tokens(sub.usage)}
+            {sub.endedAt !== null && ` · ${formatDuration(sub.endedAt - sub.startedAt)}`}
+          </span>{' '}
+          <InspectButton runId={sub.runId} />
+          {sub.subAgents.length > 0 && <SubAgentTree subAgents={sub.subAgents} />}
+        </li>
+      ))}
+    </ul>
+  );
 }
 
 function RequestView({ request }: { request: InspectedRequest }) {
@@ -121,6 +150,12 @@ function StepView({ step }: { step: InspectedStep }) {
               {tool.approval.decidedBy && ` by ${tool.approval.decidedBy}`}
             </span>
           )}
+          {tool.subAgent && (
+            <span className="muted" data-testid="inspect-tool-sub-agent">
+              {' '}· answered by the {tool.subAgent.agent ?? 'sub-agent'} run ({tool.subAgent.status}){' '}
+              <InspectButton runId={tool.subAgent.runId} />
+            </span>
+          )}
           <Json value={tool.input} />
           <Json value={tool.error ?? tool.output} />
         </div>
@@ -169,6 +204,16 @@ function InspectorDialog({ runId, onClose }: { runId: string; onClose: () => voi
               {run.endedAt !== null && ` · ${formatDuration(run.endedAt - run.startedAt)}`}
               {run.traceId && <span className="muted"> · trace {run.traceId}</span>}
             </p>
+            {run.parent && (
+              <p className="muted" data-testid="inspect-parent">
+                A sub-agent: it answers {run.parent.toolName} ({run.parent.toolCallId}) of run {run.parent.runId}
+              </p>
+            )}
+            {run.subAgents.length > 0 && (
+              <Section title={`Sub-agents (${run.subAgents.length})`} open>
+                <SubAgentTree subAgents={run.subAgents} />
+              </Section>
+            )}
             {run.steps.map(step => (
               <StepView key={step.stepNumber} step={step} />
             ))}
