@@ -205,8 +205,9 @@ class LocalWorkflow:
         self.sfn = cast(Any, boto3.client("stepfunctions", region_name=region))  # pyright: ignore[reportUnknownMemberType]
         self._lambda = cast(Any, boto3.client("lambda", region_name=region))  # pyright: ignore[reportUnknownMemberType]
         self._iam = cast(Any, boto3.client("iam", region_name=region))  # pyright: ignore[reportUnknownMemberType]
+        trust = json.dumps({"Version": "2012-10-17", "Statement": []})
         role: dict[str, Any] = self._iam.create_role(
-            RoleName=f"stepline-local{_TAG}{self._number}", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []})
+            RoleName=f"stepline-local{_TAG}{self._number}", AssumeRolePolicyDocument=trust
         )
         arns: dict[str, str] = {}
         self.functions: dict[str, str] = {}
