@@ -149,7 +149,7 @@ class FakeEventApi:
         with self._changed:
             return sum(1 for s in self._sockets for c in s.subscriptions.values() if c == channel)
 
-    def wait_for(self, condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    def wait_for(self, condition: Callable[[], bool], timeout: float = 30.0) -> None:
         """Wait until `condition()` (checked whenever the fake's state changes, and every 50 ms)."""
         deadline = time.monotonic() + timeout
         with self._changed:

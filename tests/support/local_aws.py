@@ -24,7 +24,7 @@ class LocalAws:
     routes: dict[str, Handler]
 
     def wait_run(
-        self, user_id: str, run_id: str, until: Callable[[RunRecord], bool], timeout: float = 30.0
+        self, user_id: str, run_id: str, until: Callable[[RunRecord], bool], timeout: float = 60.0
     ) -> RunRecord:
         deadline = time.monotonic() + timeout
         while True:
@@ -35,7 +35,7 @@ class LocalAws:
                 raise AssertionError(f"run {run_id} stuck in {run.status}; execution {self.workflow.status(run_id)}")
             time.sleep(0.02)
 
-    def wait_execution(self, run_id: str, timeout: float = 30.0, generation: int = 0) -> str:
+    def wait_execution(self, run_id: str, timeout: float = 60.0, generation: int = 0) -> str:
         deadline = time.monotonic() + timeout
         while (status := self.workflow.status(run_id, generation)) == "RUNNING":
             if time.monotonic() > deadline:

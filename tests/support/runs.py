@@ -85,7 +85,8 @@ def billed(aws: LocalAws, run_id: str) -> tuple[int, int]:
 
 def wait_for_token(aws: LocalAws, tool_call_id: str) -> str:
     """The approval id of `tool_call_id`, once AwaitInput has attached its task token."""
-    for _ in range(500):
+    deadline = time.monotonic() + 60  # moto's interpreter on a busy machine: seconds per state
+    while time.monotonic() < deadline:
         for pending in aws.services.store.pending_approvals(USER):
             approval = aws.services.store.get_approval(USER, pending.approval_id)
             if approval.tool_call_id == tool_call_id and approval.task_token:
