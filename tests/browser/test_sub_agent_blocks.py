@@ -94,6 +94,13 @@ def test_the_lead_shows_its_researcher_and_writer_as_nested_traces_and_the_write
     )
     expect(researcher).to_have_attribute("data-state", "done")  # the researcher does not wait for anyone
     ui.screenshot("sub-agents")
+    # A reload while the writer waits: the same blocks (the stream's replay has the children's
+    # progress), the same card; the decision then goes through the webhook (the page follows the wait).
+    ui.page.reload()
+    expect(writer).to_have_attribute("data-state", "approval")
+    expect(researcher).to_have_attribute("data-state", "done")
+    expect(save.get_by_test_id("approval-decided-above")).to_be_visible()
+    expect(card.get_by_test_id("approval-asked-by")).to_have_text("· asked by the writer")
     card.get_by_role("button", name="Approve").click()
     assert_settled(ui)
     assert answer_text(ui) == "Your brief is saved."
