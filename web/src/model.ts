@@ -33,6 +33,8 @@ export interface ToolCall {
   errorText?: string;
   approval?: { id: string; approved?: boolean; reason?: string; requestReason?: string };
   preliminary?: boolean;
+  /** The call's provider metadata (a raised sub-agent approval names its origin there). */
+  callProviderMetadata?: unknown;
 }
 
 export function toolCallOf(part: Part): ToolCall | null {
@@ -48,6 +50,7 @@ export function toolCallOf(part: Part): ToolCall | null {
     errorText: typeof p.errorText === 'string' ? p.errorText : undefined,
     approval: p.approval as ToolCall['approval'],
     preliminary: p.preliminary === true,
+    callProviderMetadata: p.callProviderMetadata,
   };
 }
 

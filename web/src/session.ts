@@ -20,6 +20,7 @@ import { ApprovalBook, decide, decisionsTakenBack, type ApprovalOverlay } from '
 import { apiUrl, authHeaders } from './http';
 import { ConnectionState, type Connection } from './connection';
 import { recordedFetch, type RequestRecord } from './eventIdFilter';
+import { rememberChunk, withoutRaised } from './subAgents';
 import { logUiError, type UiErrorContext } from './telemetry';
 
 
@@ -48,6 +49,8 @@ export class ChatSession {
   notice: string | undefined;
   lastEventSeq: string | undefined;
   lastEventType: string | undefined;
+  /** The message the open stream writes (its `start` names it): a sub-agent's progress is remembered under it. */
+  private streamMessageId: string | undefined;
   duplicatesDropped = 0;
   requests = 0;
   /** The run whose stream carried an `error` chunk: its state comes from the stored messages. */
@@ -82,7 +85,7 @@ export class ChatSession {
       // POST stream with [DONE] when the run starts waiting).
       sendAutomaticallyWhen: ({ messages: all }) =>
         lastAssistantMessageIsCompleteWithApprovalResponses({ messages: all }) ||
-        lastAssistantMessageIsCompleteWithToolCalls({ messages: all }),
+        lastAssistantMessageIsCompleteWithToolCalls({ messages: withoutRaised(all) }),
       onError: error => this.handleError(error),
       onFinish: ({ isError, isAbort }) => this.handleFinish(isError, isAbort),
     });
@@ -345,6 +348,10 @@ export class ChatSession {
     if (data !== undefined) {
       const type = /"type":"([^"]+)"/.exec(data)?.[1];
       if (type) this.lastEventType = type;
+      if (type === 'start') this.streamMessageId = /"messageId":"([^"]+)"/.exec(data)?.[1] ?? this.streamMessageId;
+      if (type === 'tool-output-available') {
+        rememberChunk(data, this.streamMessageId ?? this.chat.messages.findLast(m => m.role === 'assistant')?.id);
+      }
     }
   }
 }

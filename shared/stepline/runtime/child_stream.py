@@ -2,15 +2,18 @@
 
 The AI SDK's own sub-agent pattern: the parent's agent-tool part receives `tool-output-available`
 with `preliminary: true` and, as output, the child's UIMessage so far (its stored parts: masked as
-the child's own message is), so a stock `useChat` client renders the child inside the parent's
-message, and the call's final output (the child's answer, `stepline.runtime.child_results`)
-replaces it when the parent goes on.
+the child's own message is; its metadata names the child's run, agent and start), so a stock
+`useChat` client renders the child inside the parent's message, and the call's final output (the
+child's answer, `stepline.runtime.child_results`) replaces it when the parent goes on.
 
 Batched by steps, so the bytes stay linear in the child's output: the child's message is written
 into the parent's log at the end of its steps 1, 2, 4, 8, … (step numbers plus one that are powers
-of two) and whenever it starts to wait (an approval, a question). Each write is the whole message
-so far, one event (one append: one write of the parent's run and one of its log); the messages of
-the power-of-two steps sum to at most twice the child's final message, plus one message per wait.
+of two), whenever it starts to wait (an approval, a question) and at its last step (finished or
+failed: its metadata then says so, with the time), so the parent's message shows the child's whole
+trace while the parent still waits for its other calls. Each write is the whole message so far, one
+event (one append: one write of the parent's run and one of its log); the messages of the
+power-of-two steps sum to at most twice the child's final message, plus one message per wait and
+the last one.
 Nothing per delta: a child step's deltas reach the parent as part of the message at its end.
 """
 
@@ -33,11 +36,13 @@ __all__ = ["mirror_progress", "mirrors_at"]
 _LOG = logging.getLogger("stepline.runtime")
 _APPEND_ATTEMPTS = 10
 _WAITS = frozenset({"await-approval", "await-client"})
+_ENDS = {"finished": "completed", "failed": "failed"}
+"""A child's last step, by its outcome: the status its message's metadata says it ended with."""
 
 
 def mirrors_at(step_number: int, kind: str) -> bool:
     """Whether the end of the child's step `step_number` (0-based) is written into the parent's message."""
-    return kind in _WAITS or (step_number + 1) & step_number == 0
+    return kind in _WAITS or kind in _ENDS or (step_number + 1) & step_number == 0
 
 
 def mirror_progress(
@@ -47,7 +52,15 @@ def mirror_progress(
     parent = parent_of(run)
     if parent is None or not mirrors_at(step_number, kind):
         return
-    message: dict[str, JsonValue] = {"id": run.assistant_message_id, "role": "assistant", "parts": list(parts)}
+    metadata: dict[str, JsonValue] = {"runId": run.run_id, "agent": run.agent, "startedAt": run.started_at}
+    if kind in _ENDS:
+        metadata |= {"status": _ENDS[kind], "endedAt": services.clock()}
+    message: dict[str, JsonValue] = {
+        "id": run.assistant_message_id,
+        "role": "assistant",
+        "parts": list(parts),
+        "metadata": metadata,
+    }
     chunk = ToolOutputAvailableChunk(tool_call_id=str(parent["toolCallId"]), output=message, preliminary=True)
     event = NewEvent(type=event_type_of(chunk.type), chunks=[chunk.to_wire()])
     parent_run = str(parent["runId"])

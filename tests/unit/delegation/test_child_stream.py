@@ -12,6 +12,7 @@ from typing import Any
 
 from stepline import Agent, tool
 from stepline.protocol._json import dumps
+from stepline.runtime.child_results import child_run_id
 from stepline.runtime.child_stream import mirrors_at
 from stepline.store.replay import chunks_of
 from stepline.testing import Harness, call, scripted_model, text
@@ -34,9 +35,10 @@ def _preliminary(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [c for c in chunks if c["type"] == "tool-output-available" and c.get("preliminary")]
 
 
-def test_the_steps_written_are_the_powers_of_two_and_the_waits() -> None:
+def test_the_steps_written_are_the_powers_of_two_the_waits_and_the_last() -> None:
     assert [n for n in range(20) if mirrors_at(n, "continue")] == [0, 1, 3, 7, 15]
-    assert mirrors_at(5, "await-approval") and mirrors_at(6, "await-client") and not mirrors_at(5, "finished")
+    assert mirrors_at(5, "await-approval") and mirrors_at(6, "await-client")
+    assert mirrors_at(5, "finished") and mirrors_at(5, "failed") and not mirrors_at(5, "aborted")
 
 
 def test_the_child_is_seen_inside_the_parent_and_ai7_ends_with_the_stored_message(sdk: SdkOracle) -> None:
@@ -51,6 +53,10 @@ def test_the_child_is_seen_inside_the_parent_and_ai7_ends_with_the_stored_messag
     assert {c["toolCallId"] for c in early} == {waiting.tool_calls[0].tool_call_id}
     last = early[-1]["output"]
     assert last["role"] == "assistant" and last["parts"][-1]["state"] == "approval-requested"
+    assert {c["output"]["metadata"]["agent"] for c in early} == {"researcher"}  # who works, for the UI
+    child_run = child_run_id(waiting.run.run_id, waiting.tool_calls[0].tool_call_id)
+    assert {c["output"]["metadata"]["runId"] for c in early} == {child_run}
+    assert all("status" not in c["output"]["metadata"] for c in early)  # still working
     assert last["parts"][-1]["type"] == "tool-publish"  # the child's approval, visible in the parent
     # While the parent waits, its stored snapshot lags the children's writes: a client reads it, then
     # the log after its seq (the resume contract), and has what the whole log gives.
@@ -67,6 +73,12 @@ def test_the_child_is_seen_inside_the_parent_and_ai7_ends_with_the_stored_messag
     assert done.status == "completed" and done.tool("researcher").output == "all noted"
     reduced = sdk.call("reduce", chunks=done.chunks)
     assert reduced["errors"] == [] and reduced["final"]["parts"] == done.stored_message["parts"]
+    # The child's last step is written too, saying it ended, before the call's final output.
+    outputs: list[dict[str, Any]] = [
+        c for c in done.chunks if c["type"] == "tool-output-available" and c["toolCallId"] == early[0]["toolCallId"]
+    ]
+    assert outputs[-2]["preliminary"] is True and outputs[-2]["output"]["metadata"]["status"] == "completed"
+    assert outputs[-2]["output"]["parts"][-1]["text"] == "all noted" and "preliminary" not in outputs[-1]
     (part,) = [p for p in done.stored_message["parts"] if p["type"] == "tool-researcher"]
     assert part["state"] == "output-available" and part["output"] == "all noted" and "preliminary" not in part
     # Resumed from any position: the stored snapshot then the log after it is the same message.

@@ -51,7 +51,12 @@ const APPROVAL_LABELS: Record<ApprovalView, string> = {
   'not-answered': 'Not answered',
 };
 
-export function ToolApprovalCard({ tool, ctx }: { tool: ToolCall; ctx: PartContext }) {
+/**
+ * `askedBy`: a sub-agent's request raised into the conversation's message says who asks. Inside a
+ * sub-agent's block (`ctx.depth` > 0) the card only shows the request and its outcome: it is
+ * decided in the raised card of the conversation's message (the same approval id).
+ */
+export function ToolApprovalCard({ tool, ctx, askedBy }: { tool: ToolCall; ctx: PartContext; askedBy?: string }) {
   const approval = tool.approval!;
   const [reason, setReasonState] = useState(() => ctx.session.reasonDrafts.get(approval.id) ?? '');
   const setReason = (value: string) => {
@@ -60,7 +65,8 @@ export function ToolApprovalCard({ tool, ctx }: { tool: ToolCall; ctx: PartConte
   };
   const { view, reason: decidedReason, pending } = approvalView(tool, ctx);
   const overlay = ctx.session.overlays.get(approval.id);
-  const actionable = view === 'requested';
+  const nested = (ctx.depth ?? 0) > 0;
+  const actionable = view === 'requested' && !nested;
   const submit = (approved: boolean) => {
     void ctx.session.decide(approval.id, approved, reason.trim() || undefined);
   };
@@ -70,7 +76,18 @@ export function ToolApprovalCard({ tool, ctx }: { tool: ToolCall; ctx: PartConte
         <Icon name="shield" />
         <span>{APPROVAL_LABELS[view]}</span>
         {pending && view !== 'submitting' && <span className="muted"> · continuing…</span>}
+        {askedBy && (
+          <span className="muted" data-testid="approval-asked-by">
+            {' '}
+            · {askedBy}
+          </span>
+        )}
       </div>
+      {nested && view === 'requested' && (
+        <p className="muted" data-testid="approval-decided-above">
+          Decided in the conversation's approval card below.
+        </p>
+      )}
       {approval.requestReason && <p className="muted">{approval.requestReason}</p>}
       <ToolArguments input={tool.input} />
       {decidedReason && (view === 'denied' || view === 'approved') && <p className="approval-reason">“{decidedReason}”</p>}
@@ -82,7 +99,7 @@ export function ToolApprovalCard({ tool, ctx }: { tool: ToolCall; ctx: PartConte
       {overlay?.message && (view === 'conflict' || view === 'not-found' || view === 'expired') && (
         <p className="muted">{overlay.message}</p>
       )}
-      {(actionable || view === 'submitting') && (
+      {(actionable || (view === 'submitting' && !nested)) && (
         <div className="approval-actions">
           <input
             type="text"

@@ -22,6 +22,7 @@ const PATHS: Record<string, string> = {
   image: 'M4 5h16v14H4zM4 16l5-5 4 4 2-2 5 5M15 9.5v.5',
   user: 'M12 12a4 4 0 1 0 0-8 4 4 0 0 0 0 8zM4 20a8 8 0 0 1 16 0',
   puzzle: 'M10 4h4v3a2 2 0 1 0 0 4v3h-3a2 2 0 1 1-4 0H4v-4h3a2 2 0 1 0 0-4H4V4z',
+  agent: 'M9 11a3.5 3.5 0 1 0 0-7 3.5 3.5 0 0 0 0 7zM2 20a7 7 0 0 1 14 0M16 4.5a3.5 3.5 0 0 1 0 6.5M18 14a6 6 0 0 1 4 6',
 };
 
 export function Icon({ name, className }: { name: keyof typeof PATHS | string; className?: string }) {

@@ -15,6 +15,7 @@ import type { PartContext } from './partContext';
 import { ProcessPartFallback } from './PartFallback';
 import { renderTraceParts } from './Parts';
 import { InspectButton } from './RunInspector';
+import { subAgentEntries } from '../subAgents';
 
 /**
  * The step an artifact link asked for: once it is in the page (the trace opened on the same click),
@@ -54,7 +55,7 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
   const live = facts.state === 'running' || facts.state === 'waiting';
   const readOnly = facts.state === 'incomplete' || facts.state === 'error' && !context.streaming;
   const stopped = facts.state === 'incomplete' && facts.incompleteReason === 'stopped';
-  const ctx: PartContext = { session, readOnly, live, stopped };
+  const ctx: PartContext = { session, readOnly, live, stopped, scope: message.id, subAgents: subAgentEntries(message.metadata), depth: 0 };
   const endedAt = metadata.completedAt ?? metadata.abort?.at ?? metadata.error?.at;
   const lastAnswer = layout.answer.at(-1)?.part;
   const showTrace = layout.trace.length > 0 || live || metadata.startedAt !== undefined || facts.state === 'error';

@@ -1,5 +1,5 @@
 // The blocks of the execution trace, one per part, chosen by part type and tool: ThinkingBlock here;
-// ToolCallBlock and the dedicated tool blocks (ToolBlocks.tsx) with their ToolApprovalCard
+// SubAgentBlock (a sub-agent call, its child's parts rendered here again, nested); ToolCallBlock and the dedicated tool blocks (ToolBlocks.tsx) with their ToolApprovalCard
 // (ApprovalCard.tsx) or QuestionCard (QuestionCard.tsx); SourceList, FileCard and
 // ProcessPartFallback (their own files).
 import type { ReactNode } from 'react';
@@ -13,6 +13,8 @@ import { BudgetCard } from './BudgetCard';
 import { ProcessPartFallback } from './PartFallback';
 import { SourceList, unlisted, type SourcePart } from './SourceList';
 import { SteeringNote } from './SteeringNote';
+import { SubAgentBlock } from './SubAgentBlock';
+import { isSubAgentCall } from '../subAgents';
 import { DedicatedToolBlock, ToolCallBlock, type SourceUrl } from './ToolBlocks';
 import { WEB_SEARCH_TOOL } from './WebSearchBlock';
 
@@ -41,7 +43,10 @@ export function renderTraceParts(parts: { part: Part; index: number }[], ctx: Pa
   const listed = new Set<string>();
   for (let i = 0; i < parts.length; i++) {
     const { part, index } = parts[i];
-    const key = `p${index}`;
+    // A tool's block keeps its key when the parts before it change (a sub-agent's message so far,
+    // then its stored message): it is not mounted again, and keeps what the person opened.
+    const call = (part as { toolCallId?: unknown }).toolCallId;
+    const key = typeof call === 'string' ? `t:${call}` : `p${index}`;
     if (part.type === 'source-url' || part.type === 'source-document') {
       const group: SourcePart[] = [];
       while (i < parts.length && (parts[i].part.type === 'source-url' || parts[i].part.type === 'source-document')) {
@@ -62,6 +67,8 @@ export function renderTraceParts(parts: { part: Part; index: number }[], ctx: Pa
         i++;
       }
       out.push(wrap(key, <DedicatedToolBlock tool={tool} ctx={ctx} sources={sources} />, part));
+    } else if (tool && isSubAgentCall(tool, ctx.subAgents ?? [], ctx.scope ?? '')) {
+      out.push(wrap(key, <SubAgentBlock tool={tool} ctx={ctx} />, part));
     } else if (tool) {
       out.push(wrap(key, <ToolCallBlock tool={tool} ctx={ctx} />, part));
     } else if (part.type === 'data-budget') {

@@ -8,6 +8,7 @@ import { PreviewLink } from './FilePreview';
 import { Icon, Spinner } from './Icon';
 import type { PartContext } from './partContext';
 import { QuestionCard } from './QuestionCard';
+import { raisedOrigin } from '../subAgents';
 import { WEB_SEARCH_TOOL, WebSearchBlock } from './WebSearchBlock';
 
 const TOOL_ICONS: Record<string, string> = {
@@ -123,7 +124,7 @@ export function DedicatedToolBlock({ tool, ctx, sources }: { tool: ToolCall; ctx
       ) : (
         <CodeInterpreterBlock tool={tool} status={status} />
       )}
-      {tool.approval && <ToolApprovalCard tool={tool} ctx={ctx} />}
+      {tool.approval && <ToolApprovalCard tool={tool} ctx={ctx} askedBy={raisedBy(tool)} />}
     </>
   );
 }
@@ -133,6 +134,8 @@ export function ToolCallBlock({ tool, ctx }: { tool: ToolCall; ctx: PartContext 
   if (tool.name === WEB_SEARCH_TOOL || isCodeTool(tool.name)) return <DedicatedToolBlock tool={tool} ctx={ctx} sources={[]} />;
   const status = toolStatus(tool, ctx);
   const known = tool.name in TOOL_ICONS;
+  const askedBy = raisedBy(tool);
+  const nested = (ctx.depth ?? 0) > 0;
   const output = tool.output as Record<string, unknown> | undefined;
   const artifact =
     tool.name === 'save_artifact' && tool.state === 'output-available' && output && typeof output.url === 'string'
@@ -141,7 +144,7 @@ export function ToolCallBlock({ tool, ctx }: { tool: ToolCall; ctx: PartContext 
   return (
     <div
       className={`block tool tone-${status.tone}`}
-      id={`tool-${tool.toolCallId}`}
+      id={nested ? undefined : `tool-${tool.toolCallId}`}
       data-testid="tool-block"
       data-tool-name={tool.name}
       data-tool-state={tool.state}
@@ -151,7 +154,7 @@ export function ToolCallBlock({ tool, ctx }: { tool: ToolCall; ctx: PartContext 
         <summary>
           <Icon name={TOOL_ICONS[tool.name] ?? 'terminal'} />
           <span className="block-title">{tool.title ?? (known ? readableToolName(tool.name) : tool.name)}</span>
-          <span className="block-summary">{inputSummary(tool)}</span>
+          <span className="block-summary">{askedBy ?? inputSummary(tool)}</span>
           <span className={`badge tone-${status.tone}`} data-testid="tool-status">
             {status.tone === 'active' && !ctx.readOnly && ctx.live ? <Spinner /> : null}
             {status.label}
@@ -180,7 +183,16 @@ export function ToolCallBlock({ tool, ctx }: { tool: ToolCall; ctx: PartContext 
           <Icon name="download" /> {String(artifact.title ?? artifact.url)}
         </PreviewLink>
       )}
-      {tool.approval && <ToolApprovalCard tool={tool} ctx={ctx} />}
+      {tool.approval && <ToolApprovalCard tool={tool} ctx={ctx} askedBy={askedBy} />}
     </div>
   );
+}
+
+/** "asked by the writer", "asked by the writer (via the manager)": who raised a sub-agent's approval. */
+function raisedBy(tool: ToolCall): string | undefined {
+  const origin = raisedOrigin(tool);
+  if (!origin) return undefined;
+  const via = origin.agents.slice(0, -1);
+  const name = origin.agent ?? origin.agents.at(-1) ?? 'a sub-agent';
+  return `asked by the ${name}${via.length > 0 ? ` (via the ${via.join(', the ')})` : ''}`;
 }

@@ -1,5 +1,6 @@
 // What every block of the trace is given: the chat's session and the state of the turn it is in.
 import type { ChatSession } from '../session';
+import type { SubAgentEntry } from '../subAgents';
 
 export interface PartContext {
   session: ChatSession;
@@ -9,4 +10,10 @@ export interface PartContext {
   stopped: boolean;
   /** The trace is live (running or waiting). */
   live: boolean;
+  /** The id of the message these parts belong to (a sub-agent's own message inside a sub-agent block). */
+  scope?: string;
+  /** That message's `metadata.subAgents`: which calls are sub-agents, their runs and usage. */
+  subAgents?: SubAgentEntry[];
+  /** How deep in sub-agent blocks (0: the conversation's message). */
+  depth?: number;
 }
