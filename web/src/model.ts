@@ -53,6 +53,8 @@ export function toolCallOf(part: Part): ToolCall | null {
 
 export const QUESTION_TOOL = 'ask_user_question';
 export const EXPIRED_REASON = 'approval expired';
+/** How the reason of an approval the run's end closed undecided ends (`stopped before a decision`). */
+export const UNDECIDED_SUFFIX = ' before a decision';
 
 /** A part the trace shows (anything but text and step boundaries). */
 export function isProcessPart(part: Part): boolean {

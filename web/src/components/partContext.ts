@@ -9,4 +9,8 @@ export interface PartContext {
   stopped: boolean;
   /** The trace is live (running or waiting). */
   live: boolean;
+  /** The run that made the message; with `changeable`, what "Change my answer" forks. */
+  runId?: string;
+  /** The run has ended and the chat is idle: a decision or an answer can be changed (a fork). */
+  changeable: boolean;
 }
