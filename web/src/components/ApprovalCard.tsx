@@ -2,7 +2,7 @@
 // what became of the decision (sent, taken, refused by the server: 404 / 409 / 410). On an ended
 // run a decision can be changed ("Change my answer"): a fork with the other decision, a new branch.
 import { useState } from 'react';
-import { EXPIRED_REASON, UNDECIDED_SUFFIX, type ToolCall } from '../model';
+import { EXPIRED_REASON, UNDECIDED_SUFFIX, closedByEnd, type ToolCall } from '../model';
 import { ToolArguments } from './Arguments';
 import { Icon } from './Icon';
 import type { PartContext } from './partContext';
@@ -66,7 +66,8 @@ export function ToolApprovalCard({ tool, ctx }: { tool: ToolCall; ctx: PartConte
   const submit = (approved: boolean) => {
     void ctx.session.decide(approval.id, approved, reason.trim() || undefined);
   };
-  const changeable = ctx.changeable && !pending && (view === 'approved' || view === 'denied');
+  // A decision the run went on with (not one its end closed: that run never reached the next step).
+  const changeable = ctx.changeable && !pending && (view === 'approved' || view === 'denied') && !closedByEnd(tool);
   return (
     <div className={`approval view-${view}`} data-testid="approval-card" data-approval-state={view} data-approval-id={approval.id}>
       <div className="approval-head">

@@ -2,7 +2,7 @@
 // (answered in the input area, cancelled, expired, stopped, not answered). An ended run's answer
 // can be changed ("Change my answer"): a fork with the new answer, on a new branch.
 import { useState, type ReactNode } from 'react';
-import { summarise, type ToolCall } from '../model';
+import { closedByEnd, summarise, type ToolCall } from '../model';
 import { Icon } from './Icon';
 import type { PartContext } from './partContext';
 
@@ -26,6 +26,12 @@ export function QuestionCard({ tool, ctx }: { tool: ToolCall; ctx: PartContext }
   if (tool.state === 'output-available') {
     state = 'answered';
     body = <p className="answer">Answer: {answerText(tool.output)}</p>;
+  } else if (tool.state === 'output-error' && closedByEnd(tool) && ctx.stopped) {
+    state = 'aborted'; // the run's end closed it: stopped while it waited
+    body = <p className="muted">Stopped before it was answered.</p>;
+  } else if (tool.state === 'output-error' && closedByEnd(tool)) {
+    state = 'not-answered'; // interrupted by a new message, or the run failed
+    body = <p className="muted">Not answered ({tool.errorText}).</p>;
   } else if (tool.state === 'output-error') {
     const expired = /timeout|expired/i.test(tool.errorText ?? '');
     state = expired ? 'expired' : 'cancelled';
