@@ -41,6 +41,7 @@ def test_change_my_answer_turns_a_denial_into_an_approval_on_a_new_branch(fork_u
     card.get_by_test_id("change-answer").click()
     change = card.get_by_test_id("change-answer-send")
     expect(change).to_have_text("Approve instead")
+    ui.screenshot("change-answer")
     change.click()
     expect(page.get_by_test_id("final-answer").last).to_have_text("Sent.", timeout=30_000)
     nav = page.get_by_test_id("branch-nav")
