@@ -322,7 +322,8 @@ def test_a_retried_post_resumes_and_a_new_message_leaves_the_waiting_run_incompl
     old = conversation["messages"][1]
     assert old["status"] == "aborted" and old["metadata"]["abort"]["reason"] == "new_user_message"
     tool = next(p for p in old["parts"] if p.get("toolCallId") == request["toolCallId"])
-    assert tool["state"] == "approval-requested", "never decided, never run"
+    assert tool["state"] == "output-denied", "never decided, never run: closed as denied by the run's end"
+    assert tool["approval"]["reason"] == "interrupted by a new message before a decision"
     assert late.status_code == 410
     assert [m["role"] for m in conversation["messages"]] == ["user", "assistant", "user", "assistant"]
 

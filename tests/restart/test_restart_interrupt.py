@@ -148,5 +148,7 @@ def test_an_interrupt_mid_tool_survives_a_kill_9_without_running_the_tool_again(
 
     answer = assert_interrupted(restart(tmp_path, journal, model, chat))
     assert text_of(answer) == "Starting the gated step."
-    assert any(p["type"] == "tool-gated_step" for p in answer["parts"])
+    (tool,) = [p for p in answer["parts"] if p["type"] == "tool-gated_step"]
+    assert tool["state"] == "output-error", "the cut tool's part is closed, not left running"
+    assert not [p for p in answer["parts"] if p.get("state") in ("input-streaming", "input-available")]
     assert journal_lines(journal) == [f"{chat} gated_step"], "the tool started once, was cut by the kill, never rerun"

@@ -1,9 +1,11 @@
 """An agent for the new-message policy tests (`STEPLINE_AGENT=tests.support.control_agents:AGENT`).
 
-A script book (a scripted model, chosen by the prompt's last user message) and two tools that
-count how often they really run: `slow_step` takes `SLOW_TOOL_SECONDS`, `remember` needs approval.
-The server runs in the test's process, so a test reads `RUNS` and `PROMPTS`, and holds the long task's
-tool open (`task_held_until`) until its steering message is waiting, instead of racing a fixed delay.
+A script book (a scripted model, chosen by the prompt's last user message) and tools that count
+how often they really run: `slow_step` takes `SLOW_TOOL_SECONDS`, `remember` needs approval,
+`held_step` works in a thread until the test lets it go (`tool_held`), `ask_user` is a question
+(the client answers). The server runs in the test's process, so a test reads `RUNS` and `PROMPTS`,
+and holds the long task's tool open (`task_held_until`) until its steering message is waiting, or a
+model call in the middle of a tool call's input (`input_held`), instead of racing a fixed delay.
 """
 
 from __future__ import annotations
@@ -29,12 +31,18 @@ SLOW_TOOL_SECONDS = 1.5
 RUNS: Counter[str] = Counter()
 """Tool name -> how many times its body ran (and finished: `slow_step` counts at its end)."""
 STARTED: Counter[str] = Counter()
+RETURNED: Counter[str] = Counter()
+"""Tool name -> how many times the tool returned its result (`held_step`: after its thread's work)."""
 PROMPTS: list[list[str]] = []
 """The user texts of every model call's prompt, in order (what the model saw)."""
 HOLD_LIMIT_SECONDS = 30.0
 """The longest `task_held_until` holds the tool: a condition that never holds fails the test, not hangs it."""
 _TASK_OPEN = threading.Event()
 _TASK_OPEN.set()
+_HELD_OPEN = threading.Event()
+_HELD_OPEN.set()
+_INPUT_OPEN = threading.Event()
+_INPUT_OPEN.set()
 
 _FINISH: dict[str, Any] = {"type": "finish", "finishReason": {"unified": "stop", "raw": "stop"}, "usage": {}}
 _CALLS: dict[str, Any] = {"type": "finish", "finishReason": {"unified": "tool-calls", "raw": "tool_use"}, "usage": {}}
@@ -57,6 +65,19 @@ def _call(name: str, arguments: str, *, lead: str = "", delay_ms: int = 0, words
     return {"parts": parts, "delayMs": delay_ms}
 
 
+def _streamed_call() -> dict[str, Any]:
+    """A call of `slow_step` whose input streams in two deltas (`input_held` holds the model after the first)."""
+    parts: list[dict[str, Any]] = [
+        {"type": "tool-input-start", "id": "call-streamed", "toolName": "slow_step"},
+        {"type": "tool-input-delta", "id": "call-streamed", "delta": '{"label": "str'},
+        {"type": "tool-input-delta", "id": "call-streamed", "delta": 'eamed"}'},
+        {"type": "tool-input-end", "id": "call-streamed"},
+        {"type": "tool-call", "toolCallId": "call-streamed", "toolName": "slow_step", "input": '{"label": "streamed"}'},
+        _CALLS,
+    ]
+    return {"parts": parts}
+
+
 BOOK = ScriptBook.from_book(
     {
         "scripts": [
@@ -76,6 +97,20 @@ BOOK = ScriptBook.from_book(
             },
             {"name": "capitals", "match": ["capitals"], "steps": [_text("OK, STEERED INTO CAPITALS.")]},
             {"name": "remember", "match": ["remember"], "steps": [_call("remember", '{"note": "milk"}')]},
+            {
+                "name": "held",
+                "match": ["held tool"],
+                "steps": [_call("held_step", '{"label": "held"}'), _text("The held tool is done.")],
+            },
+            {"name": "held-input", "match": ["held input"], "steps": [_streamed_call(), _text("Input done.")]},
+            {
+                "name": "broken-input",
+                "match": ["broken input"],
+                "steps": [
+                    {**_streamed_call(), "raise": {"kind": "bad_request", "message": "the model broke"}, "after": 3}
+                ],
+            },
+            {"name": "ask", "match": ["ask me"], "steps": [_call("ask_user", '{"question": "Which colour?"}')]},
         ],
         "fallback": {"steps": [_text("You said: {{last_user_text}}")]},
     },
@@ -94,6 +129,16 @@ class RecordingBook:
         PROMPTS.append(_user_texts(options.prompt))
         async for part in BOOK.stream(options):
             yield part
+            if part.type == "tool-input-delta":
+                await _input_open()
+
+
+async def _input_open() -> None:
+    """Until `input_held` lets the model go on: polled, not in a thread, so a stop cancels it at once."""
+    for _ in range(int(HOLD_LIMIT_SECONDS / 0.02)):
+        if _INPUT_OPEN.is_set():
+            return
+        await asyncio.sleep(0.02)
 
 
 def _user_texts(prompt: Sequence[ModelMessage]) -> list[str]:
@@ -145,6 +190,46 @@ def steer_waiting(server: Running, chat_id: str) -> bool:
     return response.status_code == 200 and any(w["mode"] == "steer" for w in response.json()["waiting"])
 
 
+@tool
+async def held_step(label: str) -> str:
+    """A step of work done in a thread, until the test lets it go (`tool_held`)."""
+    STARTED["held_step"] += 1
+    await asyncio.to_thread(_held_work)
+    RETURNED["held_step"] += 1
+    return f"done {label}"
+
+
+def _held_work() -> None:
+    _HELD_OPEN.wait(HOLD_LIMIT_SECONDS)
+    RUNS["held_step"] += 1  # the thread's work ends, whether or not anyone still waits for it
+
+
+@contextmanager
+def tool_held() -> Generator[threading.Event]:
+    """Inside: `held_step` works (in its thread) until the event yielded is set (at the latest on leaving)."""
+    _HELD_OPEN.clear()
+    try:
+        yield _HELD_OPEN
+    finally:
+        _HELD_OPEN.set()
+
+
+@contextmanager
+def input_held() -> Generator[None]:
+    """Inside: a model call that streams a tool call's input stops after its first delta."""
+    _INPUT_OPEN.clear()
+    try:
+        yield
+    finally:
+        _INPUT_OPEN.set()
+
+
+@tool(client_side=True)
+def ask_user(question: str) -> str:
+    """Ask the user; the client answers."""
+    return question
+
+
 @tool(approval="user-approval")
 def remember(note: str) -> str:
     """Remember a note (needs approval)."""
@@ -152,4 +237,4 @@ def remember(note: str) -> str:
     return f"remembered {note}"
 
 
-AGENT = Agent(name="control", model=RecordingBook(), tools=[slow_step, remember])
+AGENT = Agent(name="control", model=RecordingBook(), tools=[slow_step, held_step, ask_user, remember])

@@ -100,6 +100,29 @@ export async function switchBranch(chatId: string, messageId: string): Promise<C
   return (await response.json()) as ConversationDetail;
 }
 
+/** A changed decision or answer, for "Change my answer" (`POST /api/runs/{id}/fork`). */
+export type ForkEdit =
+  | { approvals: { approvalId: string; approved: boolean; reason?: string }[] }
+  | { answers: { toolCallId: string; output: unknown }[] };
+
+/** The fork the server started: a new run on a new branch, the active one. */
+export interface ForkStarted {
+  runId: string;
+  conversationId: string;
+  messageId: string;
+}
+
+/** Fork an ended run at the wait `edit` changes; refused (4xx) with the server's message. */
+export async function forkRun(runId: string, edit: ForkEdit): Promise<ForkStarted> {
+  const response = await apiFetch(apiUrl(`/api/runs/${encodeURIComponent(runId)}/fork`), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(edit),
+  });
+  if (!response.ok) throw new HttpError(response.status, errorMessage(await response.text()));
+  return (await response.json()) as ForkStarted;
+}
+
 /** Cancel a queued message before its run starts (404: it has started, or was cancelled). */
 export async function cancelQueued(chatId: string, messageId: string): Promise<void> {
   const path = `/api/conversations/${encodeURIComponent(chatId)}/queue/${encodeURIComponent(messageId)}`;

@@ -56,6 +56,19 @@ export function toolCallOf(part: Part): ToolCall | null {
 
 export const QUESTION_TOOL = 'ask_user_question';
 export const EXPIRED_REASON = 'approval expired';
+/** How the reason of an approval the run's end closed undecided ends (`stopped before a decision`). */
+export const UNDECIDED_SUFFIX = ' before a decision';
+/** How the error of a tool part the run's end closed ends (`stopped before the tool reported a result`). */
+const CLOSED_SUFFIXES = [' before the tool reported a result', ' before the question was answered', ' before the approved tool ran'];
+
+/**
+ * A part the run's end closed (stopped, interrupted, failed) before it had an outcome of its own: a
+ * cut tool call, an unanswered question, an undecided approval. Nothing failed or was denied.
+ */
+export function closedByEnd(tool: ToolCall): boolean {
+  if (tool.state === 'output-error') return CLOSED_SUFFIXES.some(suffix => tool.errorText?.endsWith(suffix) ?? false);
+  return tool.state === 'output-denied' && (tool.approval?.reason?.endsWith(UNDECIDED_SUFFIX) ?? false);
+}
 
 /** A part the trace shows (anything but text and step boundaries). */
 export function isProcessPart(part: Part): boolean {

@@ -15,7 +15,16 @@ import {
   lastAssistantMessageIsCompleteWithToolCalls,
   type UIMessage,
 } from 'ai';
-import { errorMessage, getConversation, switchBranch, toUIMessages, type BranchPoint, type ConversationDetail } from './api';
+import {
+  errorMessage,
+  forkRun,
+  getConversation,
+  switchBranch,
+  toUIMessages,
+  type BranchPoint,
+  type ConversationDetail,
+  type ForkEdit,
+} from './api';
 import { ApprovalBook, decide, decisionsTakenBack, type ApprovalOverlay } from './approvals';
 import { apiUrl, authHeaders } from './http';
 import { ConnectionState, type Connection } from './connection';
@@ -234,6 +243,26 @@ export class ChatSession {
       this.notice = `Could not switch branches: ${String(error)}`;
       this.changed();
     }
+  }
+
+  /**
+   * "Change my answer" on an ended run: fork it with the changed decision or answer, then show the
+   * new branch (the server makes it the active one) and follow its run. A refusal is the notice.
+   */
+  async changeAnswer(runId: string, edit: ForkEdit): Promise<boolean> {
+    if (this.busy()) return false;
+    this.notice = undefined;
+    try {
+      await forkRun(runId, edit);
+    } catch (error) {
+      logUiError('network', error, this.context({ runId }));
+      this.notice = `Could not change the answer: ${error instanceof Error ? error.message : String(error)}`;
+      this.changed();
+      return false;
+    }
+    await this.reload();
+    await this.reconnect();
+    return true;
   }
 
   private show(detail: ConversationDetail): void {

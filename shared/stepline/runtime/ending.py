@@ -21,10 +21,11 @@ from ..protocol.chunks import (
     MessageMetadataChunk,
 )
 from ..protocol.to_chunks import DEFAULT_ERROR_TEXT
-from ..store.errors import ConcurrentUpdate, TerminalState
+from ..store.errors import ConcurrentUpdate, NotFound, TerminalState
 from ..store.ports import FinishRun
 from ..store.records import (
     TERMINAL,
+    ApprovalRecord,
     EventRecord,
     MessageRecord,
     RunRecord,
@@ -34,6 +35,7 @@ from . import working_runs
 from .announce import announce_end
 from .callbacks import fire
 from .child_results import child_runs, report_end, usage_with_children
+from .open_parts import Closing, close_open_parts, why_ended
 from .recorder import RunRecorder
 from .services import Services
 from .stream_push import notify
@@ -79,13 +81,19 @@ def _end(
         after = written[-1].seq if written else message.snapshot_seq
         written += store.events_after(user_id, run_id, after, now=services.clock())
         recorder = RunRecorder(store, run, message, now=services.clock, replay=written)
-        event = recorder.final_event(chunks)
+        closing = _closing(services, run, recorder, status, fields.get("cancel_reason"))
+        event = recorder.final_event([*closing.chunks, *chunks])
         end = FinishRun(
-            status=status, snapshot=recorder.snapshot(metadata), event=event, now=services.clock(), **fields
+            status=status,
+            snapshot=recorder.snapshot(metadata),
+            event=event,
+            now=services.clock(),
+            expire_approvals=tuple(closing.expire_approvals),
+            **fields,
         )
         try:
             store.finish_run(user_id, run_id, end)
-        except ConcurrentUpdate:  # a step appended meanwhile: the snapshot would miss it, build it again
+        except ConcurrentUpdate:  # a step appended, or an approval was decided: build it again
             continue
         except TerminalState:  # ended meanwhile (say, aborted while finishing): the first end stands
             break
@@ -95,6 +103,24 @@ def _end(
         return {"userId": user_id, "runId": run_id, "status": status}
     _announce_end(services, user_id, run_id)  # another end won meanwhile; announced once all the same
     return {"userId": user_id, "runId": run_id, "status": store.get_run(user_id, run_id).status}
+
+
+def _closing(services: Services, run: RunRecord, recorder: RunRecorder, status: str, reason: str | None) -> Closing:
+    """What closes the tool parts a run that did not complete leaves open (`open_parts`)."""
+    if status == "completed":
+        return Closing()
+    checkpoint = services.store.latest_checkpoint(run.user_id, run.run_id)
+    state = None if checkpoint is None else LoopState.model_validate(checkpoint.state)
+    questions = set[str]() if state is None else {c.tool_call_id for c in state.pending_client_calls}
+
+    def approval_of(approval_id: str) -> ApprovalRecord | None:
+        try:
+            return services.store.get_approval(run.user_id, approval_id)
+        except NotFound:  # a request whose record a crash lost: nothing can decide it
+            return None
+
+    why = why_ended(status, reason)
+    return close_open_parts(recorder.parts(), why, approval_of=approval_of, questions=questions)
 
 
 def _announce_end(services: Services, user_id: str, run_id: str) -> None:

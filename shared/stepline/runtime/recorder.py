@@ -134,6 +134,10 @@ class RunRecorder:
             self._reducer.apply(chunk)
         return NewEvent(type=event_type_of(chunks[-1].type), chunks=[c.to_wire() for c in chunks])
 
+    def parts(self) -> list[dict[str, Any]]:
+        """The message's parts as the written (and held) chunks build them."""
+        return list(cast(list[dict[str, Any]], self._reducer.message()["parts"]))
+
     def _append(self, events: list[NewEvent]) -> None:
         if not events or self.closed:
             return

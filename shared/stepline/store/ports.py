@@ -120,6 +120,10 @@ class FinishRun:
     cancel_reason: str | None = None
     event: NewEvent | None = None
     now: int
+    expire_approvals: tuple[str, ...] = ()
+    """Approvals the final snapshot shows denied by the end (its run's or a sub-agent's): each must
+    still be requested, else `ConcurrentUpdate` (decided meanwhile: build the end again), and expires
+    in the same write."""
 
 
 class Store(Protocol):

@@ -1,7 +1,8 @@
 // The approval card of a tool call: the tool's whole arguments, Approve / Deny with a reason, and
-// what became of the decision (sent, taken, refused by the server: 404 / 409 / 410).
+// what became of the decision (sent, taken, refused by the server: 404 / 409 / 410). On an ended
+// run a decision can be changed ("Change my answer"): a fork with the other decision, a new branch.
 import { useState } from 'react';
-import { EXPIRED_REASON, type ToolCall } from '../model';
+import { EXPIRED_REASON, UNDECIDED_SUFFIX, closedByEnd, type ToolCall } from '../model';
 import { ToolArguments } from './Arguments';
 import { Icon } from './Icon';
 import type { PartContext } from './partContext';
@@ -21,9 +22,10 @@ function approvalView(tool: ToolCall, ctx: PartContext): { view: ApprovalView; r
   const overlay = ctx.session.overlays.get(approval.id);
   const deniedByServer = tool.state === 'output-denied' || (tool.state === 'approval-responded' && approval.approved === false);
   if (deniedByServer) {
-    return approval.reason === EXPIRED_REASON
-      ? { view: 'expired', pending: false }
-      : { view: 'denied', reason: approval.reason, pending: false };
+    if (approval.reason === EXPIRED_REASON) return { view: 'expired', pending: false };
+    // Closed by the run's end before anyone decided (stopped, interrupted): nobody denied it.
+    if (approval.reason?.endsWith(UNDECIDED_SUFFIX)) return { view: 'not-answered', reason: approval.reason, pending: false };
+    return { view: 'denied', reason: approval.reason, pending: false };
   }
   if (overlay && (overlay.phase === 'expired' || overlay.phase === 'conflict' || overlay.phase === 'not-found')) {
     // The server refused this page's decision (the continuation or the webhook answered 410/409/404):
@@ -70,6 +72,9 @@ export function ToolApprovalCard({ tool, ctx, askedBy }: { tool: ToolCall; ctx: 
   const submit = (approved: boolean) => {
     void ctx.session.decide(approval.id, approved, reason.trim() || undefined);
   };
+  // A decision the run went on with (not one its end closed: that run never reached the next step).
+  const changeable =
+    ctx.changeable && !askedBy && !pending && (view === 'approved' || view === 'denied') && !closedByEnd(tool);
   return (
     <div className={`approval view-${view}`} data-testid="approval-card" data-approval-state={view} data-approval-id={approval.id}>
       <div className="approval-head">
@@ -99,6 +104,10 @@ export function ToolApprovalCard({ tool, ctx, askedBy }: { tool: ToolCall; ctx: 
       {overlay?.message && (view === 'conflict' || view === 'not-found' || view === 'expired') && (
         <p className="muted">{overlay.message}</p>
       )}
+      {view === 'not-answered' && decidedReason && <p className="muted">Closed: {decidedReason}.</p>}
+      {changeable && ctx.runId && (
+        <ChangeDecision runId={ctx.runId} approvalId={approval.id} approved={view === 'approved'} ctx={ctx} />
+      )}
       {(actionable || (view === 'submitting' && !nested)) && (
         <div className="approval-actions">
           <input
@@ -117,6 +126,44 @@ export function ToolApprovalCard({ tool, ctx, askedBy }: { tool: ToolCall; ctx: 
           </button>
         </div>
       )}
+    </div>
+  );
+}
+
+/**
+ * "Change my answer" on an ended run's decision: the other decision (with an optional reason) forks
+ * the run at that approval; the new branch is shown, the old one stays behind ‹ ›.
+ */
+function ChangeDecision(props: { runId: string; approvalId: string; approved: boolean; ctx: PartContext }) {
+  const { runId, approvalId, approved, ctx } = props;
+  const [open, setOpen] = useState(false);
+  const [reason, setReason] = useState('');
+  const [sending, setSending] = useState(false);
+  if (!open) {
+    return (
+      <div className="approval-actions">
+        <button type="button" className="link" data-testid="change-answer" onClick={() => setOpen(true)}>
+          Change my answer
+        </button>
+      </div>
+    );
+  }
+  const change = async () => {
+    setSending(true);
+    const edit = { approvals: [{ approvalId, approved: !approved, ...(reason.trim() ? { reason: reason.trim() } : {}) }] };
+    const forked = await ctx.session.changeAnswer(runId, edit);
+    if (!forked) setSending(false);
+  };
+  return (
+    <div className="approval-actions" data-testid="change-decision">
+      <input type="text" placeholder="Reason (optional)" value={reason} disabled={sending} onChange={e => setReason(e.target.value)} aria-label="Reason" />
+      <button type="button" className="primary" disabled={sending} onClick={() => void change()} data-testid="change-answer-send">
+        {approved ? 'Deny instead' : 'Approve instead'}
+      </button>
+      <button type="button" className="link" disabled={sending} onClick={() => setOpen(false)}>
+        Keep it
+      </button>
+      <p className="muted">Runs again from this decision, on a new branch; what the run did before it stays done.</p>
     </div>
   );
 }

@@ -292,6 +292,7 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
                 context={contextFor(index)}
                 canRegenerate={index === messages.length - 1 && !busy && !working && !waiting}
                 onRegenerate={onRegenerate}
+                idle={idle}
               />
             )}
           </ErrorBoundary>

@@ -45,9 +45,11 @@ export interface MessageProps {
   context: MessageContext;
   canRegenerate: boolean;
   onRegenerate: () => void;
+  /** The chat is idle (nothing streams, works or waits): an ended run's answers can be changed. */
+  idle: boolean;
 }
 
-export function AssistantMessage({ message, session, context, canRegenerate, onRegenerate }: MessageProps) {
+export function AssistantMessage({ message, session, context, canRegenerate, onRegenerate, idle }: MessageProps) {
   const facts = traceFacts(message, context);
   const metadata = metadataOf(message);
   const layout = layoutOf(message);
@@ -55,7 +57,18 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
   const live = facts.state === 'running' || facts.state === 'waiting';
   const readOnly = facts.state === 'incomplete' || facts.state === 'error' && !context.streaming;
   const stopped = facts.state === 'incomplete' && facts.incompleteReason === 'stopped';
-  const ctx: PartContext = { session, readOnly, live, stopped, scope: message.id, subAgents: subAgentEntries(message.metadata), depth: 0 };
+  const changeable = idle && facts.ended && !live && metadata.runId !== undefined;
+  const ctx: PartContext = {
+    session,
+    readOnly,
+    live,
+    stopped,
+    scope: message.id,
+    subAgents: subAgentEntries(message.metadata),
+    depth: 0,
+    runId: metadata.runId,
+    changeable,
+  };
   const endedAt = metadata.completedAt ?? metadata.abort?.at ?? metadata.error?.at;
   const lastAnswer = layout.answer.at(-1)?.part;
   const showTrace = layout.trace.length > 0 || live || metadata.startedAt !== undefined || facts.state === 'error';

@@ -72,6 +72,7 @@ export function SubAgentBlock({ tool, ctx }: { tool: ToolCall; ctx: PartContext 
     subAgents: subAgentEntries(child?.metadata),
     depth: depth + 1,
     live: ctx.live && !ended,
+    changeable: false, // a fork is of the conversation's run, not of a sub-agent's
   };
   const wrap = (key: string, node: ReactNode, part: Part) => (
     <ErrorBoundary key={key} context={() => ctx.session.context({ runId, toolCallId: (part as { toolCallId?: string }).toolCallId })}>

@@ -1,7 +1,7 @@
 // A tool call in the trace: the generic ToolCallBlock (readable name, icon, input summary, state,
 // expandable input/output, with dedicated bodies for the default tools), the dedicated blocks
 // (web search, code interpreter), and the approval card or question card a call carries.
-import { EXPIRED_REASON, QUESTION_TOOL, readableToolName, summarise, type Part, type ToolCall } from '../model';
+import { EXPIRED_REASON, QUESTION_TOOL, closedByEnd, readableToolName, summarise, type Part, type ToolCall } from '../model';
 import { ToolApprovalCard } from './ApprovalCard';
 import { CodeInterpreterBlock, isCodeTool } from './CodeInterpreterBlock';
 import { PreviewLink } from './FilePreview';
@@ -29,6 +29,7 @@ function toolStatus(tool: ToolCall, ctx: PartContext): { label: string; tone: st
   if (refusal && refusal in REFUSAL_LABELS && (tool.state === 'approval-requested' || tool.state === 'approval-responded')) {
     return { label: REFUSAL_LABELS[refusal], tone: 'muted' };
   }
+  if (closedByEnd(tool)) return { label: tool.state === 'output-denied' ? 'not approved' : 'not completed', tone: 'muted' };
   const denied = tool.state === 'output-denied' || (tool.state === 'approval-responded' && tool.approval?.approved === false);
   if (denied) return tool.approval?.reason === EXPIRED_REASON ? { label: 'expired', tone: 'muted' } : { label: 'denied', tone: 'muted' };
   switch (tool.state) {

@@ -16,4 +16,8 @@ export interface PartContext {
   subAgents?: SubAgentEntry[];
   /** How deep in sub-agent blocks (0: the conversation's message). */
   depth?: number;
+  /** The run that made the message; with `changeable`, what "Change my answer" forks. */
+  runId?: string;
+  /** The run has ended and the chat is idle: a decision or an answer can be changed (a fork). */
+  changeable: boolean;
 }

@@ -27,7 +27,14 @@ from .common import (
     upsert_tool_calls,
 )
 
-__all__ = ["attach_task_token", "decide_approval", "expire_approval", "request_approval", "settle_approval"]
+__all__ = [
+    "attach_task_token",
+    "decide_approval",
+    "expire_approval",
+    "expire_with",
+    "request_approval",
+    "settle_approval",
+]
 
 
 def request_approval(
@@ -76,7 +83,12 @@ def attach_task_token(unit: Unit, user_id: str, approval_id: str, task_token: st
 
 
 def _expire(unit: Unit, approval: ApprovalRecord, now: int) -> ApprovalRecord:
-    expired = update(approval, status="expired", decided_at=now, expired_reason="timeout")
+    return expire_with(unit, approval, "timeout", now)
+
+
+def expire_with(unit: Unit, approval: ApprovalRecord, reason: str, now: int) -> ApprovalRecord:
+    """Stage `requested → expired` with `reason`, its tool call (awaiting approval) expired too."""
+    expired = update(approval, status="expired", decided_at=now, expired_reason=reason)
     unit.put(expired)
     call = unit.tool_call(approval.user_id, approval.run_id, approval.tool_call_id)
     if call is not None and call.status == "awaiting_approval":

@@ -33,11 +33,13 @@ from ..records import (
 )
 from ..turns import assistant_placeholder, conversation_title, message_record
 from ..unit import Unit
+from .approvals import expire_with
 from .branches import conversation_messages, last_active
 from .common import (
     DELTA_RETENTION_MS,
     assistant_message,
     check_move,
+    get_approval,
     get_conversation,
     get_run,
     live_run,
@@ -263,6 +265,9 @@ def finish_run(
     if run.status == finish.status:
         return run  # a retried finalize is harmless
     check_move("run", run.status, finish.status)
+    denied = [get_approval(unit, user_id, approval_id) for approval_id in finish.expire_approvals]
+    if any(approval.status != "requested" for approval in denied):
+        raise ConcurrentUpdate(f"an approval of run {run_id} was decided meanwhile; build the end again")
     snapshot = finish.snapshot
     if finish.event is not None and run.last_event_seq > snapshot.snapshot_seq:
         raise ConcurrentUpdate(f"run {run_id} has events after the final snapshot; build it again")
@@ -282,6 +287,10 @@ def finish_run(
     )
     unit.put(run)
     _close_open_nodes(unit, run, finish.now)
+    reason = run.cancel_reason or f"run_{run.status}"
+    for approval in denied:  # a sub-agent's raised request; the run's own are closed above
+        if approval.run_id != run_id:
+            expire_with(unit, approval, reason, finish.now)
     conversation = get_conversation(unit, user_id, run.conversation_id)
     if conversation.active_run_id == run_id:
         unit.put(

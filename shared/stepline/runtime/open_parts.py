@@ -1,0 +1,122 @@
+"""The tool parts a run that did not complete leaves open, closed by its end (pure).
+
+A run stopped, interrupted by a new message, failed or ended by the reconciler may leave tool
+parts that nothing will ever finish: a tool call whose input was still streaming, a tool that was
+running (or approved and about to run), a question nobody answered, an approval nobody decided.
+The run's end (`ending`) closes each in the same write that ends the run, with chunks the client
+reduces as it would any other outcome, so a stream, a resume and the stored message agree:
+
+- an open tool call (`input-streaming`, `input-available`, an approved `approval-responded`)
+  and an open question get `tool-output-error` saying why the run ended before it finished
+  (a denied `approval-responded` gets its `tool-output-denied`);
+- an approval still requested is denied with that reason (`tool-approval-response` with
+  `approved: false`, then `tool-output-denied`), and its record expires in the same write
+  (`FinishRun.expire_approvals`: the write fails if it was decided meanwhile, and the end is built
+  again with the decision);
+- an approval decided before the end keeps its decision: a denial is closed as denied, an approval
+  gets the error of a tool that never ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from ..protocol.chunks import (
+    ToolApprovalResponseChunk,
+    ToolOutputDeniedChunk,
+    ToolOutputErrorChunk,
+    UIMessageChunk,
+)
+from ..store.records import ApprovalRecord
+
+__all__ = ["Closing", "close_open_parts", "why_ended"]
+
+_OPEN_CALL = frozenset({"input-streaming", "input-available"})
+_REASONS = {
+    "user_cancelled": "stopped",
+    "new_user_message": "interrupted by a new message",
+    "parent_ended": "stopped because its parent run ended",
+    "parent_wait_expired": "stopped because its parent's wait expired",
+    "execution_stopped": "stopped because its execution ended",
+}
+
+
+@dataclass(slots=True)
+class Closing:
+    """The chunks that close a message's open tool parts, and the approvals to expire with them."""
+
+    chunks: list[UIMessageChunk] = field(default_factory=lambda: list[UIMessageChunk]())
+    expire_approvals: list[str] = field(default_factory=lambda: list[str]())
+
+
+def why_ended(status: str, reason: str | None) -> str:
+    """Why a run ended without completing, as the user reads it ("stopped", "the run failed")."""
+    if status == "failed":
+        return "the run failed"
+    if reason is None:
+        return "stopped"
+    return _REASONS.get(reason, f"stopped ({reason})")
+
+
+def close_open_parts(
+    parts: Sequence[dict[str, Any]],
+    why: str,
+    *,
+    approval_of: Callable[[str], ApprovalRecord | None],
+    questions: Collection[str] = (),
+) -> Closing:
+    """The closing of every open tool part of `parts`; `questions` are the tool call ids that ask the user."""
+    closing = Closing()
+    for part in parts:
+        kind = str(part.get("type", ""))
+        if not (kind == "dynamic-tool" or kind.startswith("tool-")) or part.get("providerExecuted") is True:
+            continue
+        call_id = str(part["toolCallId"])
+        state = part.get("state")
+        if state in _OPEN_CALL:
+            what = "the question was answered" if call_id in questions else "the tool reported a result"
+            closing.chunks.append(ToolOutputErrorChunk(tool_call_id=call_id, error_text=f"{why} before {what}"))
+        elif state == "approval-requested":
+            _close_request(closing, part, call_id, why, approval_of)
+        elif state == "approval-responded":
+            if _approval(part).get("approved"):  # approved: the tool may have been running
+                closing.chunks.append(
+                    ToolOutputErrorChunk(tool_call_id=call_id, error_text=f"{why} before the tool reported a result")
+                )
+            else:
+                closing.chunks.append(ToolOutputDeniedChunk(tool_call_id=call_id))
+    return closing
+
+
+def _close_request(
+    closing: Closing,
+    part: dict[str, Any],
+    call_id: str,
+    why: str,
+    approval_of: Callable[[str], ApprovalRecord | None],
+) -> None:
+    approval_id = str(_approval(part).get("id", ""))
+    record = approval_of(approval_id) if approval_id else None
+    if record is None or record.status == "requested":  # undecided: it expires with the run, denied
+        if record is not None:
+            closing.expire_approvals.append(approval_id)
+        response = ToolApprovalResponseChunk(approval_id=approval_id, approved=False, reason=f"{why} before a decision")
+        closing.chunks += [response, ToolOutputDeniedChunk(tool_call_id=call_id)]
+        return
+    approved = record.status != "expired" and record.decision == "approved"
+    reason = "approval expired" if record.status == "expired" else record.reason
+    response = ToolApprovalResponseChunk(approval_id=approval_id, approved=approved)
+    if reason is not None:
+        response.reason = reason
+    closing.chunks += [response, _unrun(call_id, why) if approved else ToolOutputDeniedChunk(tool_call_id=call_id)]
+
+
+def _approval(part: dict[str, Any]) -> dict[str, Any]:
+    found = part.get("approval")
+    return cast(dict[str, Any], found) if isinstance(found, dict) else {}
+
+
+def _unrun(call_id: str, why: str) -> ToolOutputErrorChunk:
+    return ToolOutputErrorChunk(tool_call_id=call_id, error_text=f"{why} before the approved tool ran")
