@@ -190,7 +190,9 @@ def local_backend(
             yield LocalBackend(services, workflow, routes, dynamodb, data_dir, redriven, orchestrator)
         finally:
             if isinstance(orchestrator, LocalStepFunctions):
-                orchestrator.close()
+                # In memory a cut step is lost, and a step still running after moto's mock would
+                # reach the next backend's (moto's state is the process's): let it finish first.
+                orchestrator.close(wait=10.0 if data_dir is None else 0.0)
             if workflow is not None:
                 workflow.close()
             if isinstance(store, SqliteStore):

@@ -119,10 +119,10 @@ class LocalStepFunctions:
         self._workers = Workers(workers)
         self._timers = Timers(self._workers)
 
-    def close(self) -> None:
-        """Stop taking work; steps that run finish (the process is ending: a cut run is redone on start)."""
+    def close(self, wait: float = 0.0) -> None:
+        """Stop taking work; wait up to `wait` s for the steps that run (a cut run is redone on start)."""
         self._timers.stop()
-        self._workers.close()
+        self._workers.close(wait)
 
     # -- the ports -------------------------------------------------------------------------------
 

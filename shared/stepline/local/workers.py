@@ -87,8 +87,9 @@ class Workers:
     """Up to `size` daemon threads taking jobs from a `FairQueue`, started as the work needs them.
 
     A thread is started when more jobs are queued than threads are idle (as
-    `concurrent.futures.ThreadPoolExecutor` does); the threads are daemons, so a stop does not wait
-    for a step that still streams (it is redone on the next start, as a crashed Lambda's is).
+    `concurrent.futures.ThreadPoolExecutor` does); the threads are daemons, so a stop waits for a
+    step that still streams only as long as it is told to (a cut step is redone on the next start,
+    as a crashed Lambda's is).
     """
 
     def __init__(self, size: int) -> None:
@@ -97,6 +98,7 @@ class Workers:
         self._changed = threading.Condition()
         self._started = 0
         self._idle = 0
+        self._busy = 0
         self._closed = False
 
     def submit(self, job: Job, owner: Owner) -> None:
@@ -109,11 +111,12 @@ class Workers:
                 threading.Thread(target=self._work, name=f"stepline-step-{self._started}", daemon=True).start()
             self._changed.notify()
 
-    def close(self) -> None:
-        """Take no more jobs; what is still queued is redone on the next start."""
+    def close(self, wait: float = 0.0) -> None:
+        """Take no more jobs (what is queued is redone on the next start); wait up to `wait` s for those running."""
         with self._changed:
             self._closed = True
             self._changed.notify_all()
+            self._changed.wait_for(lambda: self._busy == 0, wait)
 
     def _next(self) -> Job | None:
         with self._changed:
@@ -121,7 +124,10 @@ class Workers:
                 self._idle += 1
                 self._changed.wait()
                 self._idle -= 1
-            return None if self._closed else self._queue.take()
+            if self._closed:
+                return None
+            self._busy += 1
+            return self._queue.take()
 
     def _work(self) -> None:
         while (job := self._next()) is not None:
@@ -129,6 +135,10 @@ class Workers:
                 job()
             except Exception:  # a bug of the engine: logged, the worker goes on
                 _LOG.exception("the local state machine failed")
+            finally:
+                with self._changed:
+                    self._busy -= 1
+                    self._changed.notify_all()
 
 
 class Timers:
