@@ -23,6 +23,22 @@ IMPORTERS = ("shared", "functions", "tests", "bench", "examples")
 """The folders whose Python files import `stepline` (the package itself, the Lambda handlers, the rest)."""
 
 
+def _parse(path: Path) -> ast.Module:
+    """`ast.parse`, again after CPython 3.11's spurious "AST constructor recursion depth mismatch".
+
+    Python 3.11's AST constructor keeps its recursion depth in state that other threads of the
+    process (a test's server threads) can disturb, and raises SystemError on a tree it could build
+    (CPython gh-106905; seen in a full run). The same parse a moment later succeeds.
+    """
+    for _ in range(4):
+        try:
+            return ast.parse(path.read_text(), str(path))
+        except SystemError as error:
+            if "recursion depth mismatch" not in str(error):
+                raise
+    return ast.parse(path.read_text(), str(path))
+
+
 @dataclass(frozen=True)
 class Import:
     """One imported module, or one name from a module, at a line of a file."""
@@ -70,7 +86,7 @@ def read_modules() -> dict[str, Module]:
     for path in python_files(PACKAGE_ROOT / "stepline"):
         name, is_package = module_name(path)
         module = Module(name, path, is_package)
-        _read_bindings(module, ast.parse(path.read_text(), str(path)))
+        _read_bindings(module, _parse(path))
         modules[name] = module
     return modules
 
@@ -118,7 +134,7 @@ def imports_of(path: Path) -> list[Import]:
     own, is_package = module_name(path) if path.is_relative_to(PACKAGE_ROOT) else ("", False)
     package = own if is_package else own.rpartition(".")[0]
     found: list[Import] = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(_parse(path)):
         if isinstance(node, ast.Import):
             found += [Import(path, node.lineno, a.name, None, a.asname or a.name.partition(".")[0]) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -134,7 +150,7 @@ def imports_of(path: Path) -> list[Import]:
 
 def attribute_uses(path: Path, module_aliases: dict[str, str]) -> Iterator[tuple[int, str, str]]:
     """`(line, module, attribute)` for each `alias.attribute` where `alias` names an imported module."""
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(_parse(path)):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in module_aliases:
             yield node.lineno, module_aliases[node.value.id], node.attr
 
