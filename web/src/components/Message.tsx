@@ -15,7 +15,7 @@ import type { PartContext } from './partContext';
 import { ProcessPartFallback } from './PartFallback';
 import { renderTraceParts } from './Parts';
 import { InspectButton } from './RunInspector';
-import { subAgentEntries } from '../subAgents';
+import { RAISED_PREFIX, subAgentEntries } from '../subAgents';
 
 /**
  * The step an artifact link asked for: once it is in the page (the trace opened on the same click),
@@ -87,7 +87,7 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
     </ErrorBoundary>
   );
   const tools = layout.trace.map(t => toolCallOf(t.part)).filter((t): t is ToolCall => t !== null);
-  const steps = tools.length;
+  const steps = tools.filter(t => !t.toolCallId.startsWith(RAISED_PREFIX)).length; // a raised request is a child's call
   const [traceOpen, setTraceOpen] = useState<boolean | null>(null);
   const [shownStep, showStep] = useStepFocus();
   return (
