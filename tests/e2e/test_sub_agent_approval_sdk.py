@@ -5,9 +5,7 @@ approval. The approval reaches the lead's message as a part of its own (raised b
 `stepline.runtime.child_approvals`), so `addToolApprovalResponse` + `sendAutomaticallyWhen:
 lastAssistantMessageIsCompleteWithApprovalResponses` answers it: the continuation decides the
 writer's approval (the child run's, by id, once), the writer saves once, the lead answers, and the
-client ends with exactly the stored message. (The raised part is dropped again by the lead's next
-step, whose `reset-step` removes the parts since the last `step-start`: the approval stays shown
-inside the writer's output; see /work/team/notes/subagent.md.)
+client ends with exactly the stored message, the raised part in it, settled.
 """
 
 from __future__ import annotations
@@ -47,6 +45,9 @@ def test_a_childs_approval_is_answered_by_the_sdk_continuation_once(server: Runn
     writer_part = next(p for p in answer["parts"] if p["type"] == "tool-writer")
     assert writer_part["state"] == "output-available" and writer_part.get("preliminary") is not True
     assert answer["parts"][-1] == {"type": "text", "text": "Your brief is saved.", "state": "done"}
+    raised = [p for p in answer["parts"] if p["type"] == "dynamic-tool" and p["toolCallId"].startswith("sub-approval-")]
+    assert [(p["toolName"], p["state"]) for p in raised] == [("save_brief", "output-available")]
+    assert "retries" not in stored["messages"][-1]["metadata"]  # the lead's next step redid nothing
     store = server.server.backend.services.store
     writer_run = child_run_id(stored["messages"][-1]["metadata"]["runId"], "w1")
     approvals = list(store.pending_approvals(DEFAULT_LOCAL_USER))

@@ -25,6 +25,7 @@ from pydantic import JsonValue
 from ..loop.state import LoopState
 from ..protocol.chunks import DataChunk
 from ..protocol.metadata import RetryRecord
+from ..protocol.raised import raised_only
 from ..store.ports import Store
 from ..store.records import EventRecord
 from .recorder import RunRecorder
@@ -103,7 +104,10 @@ def redo_attempts(state: LoopState, attempts: list[EventRecord], recorder: RunRe
 
     An attempt whose function crashed or timed out mid-step is an infrastructure retry: the step is
     redone from the checkpoint (`reset-step`), whatever it had streamed, and that redo is recorded.
+    The approval requests a sub-agent raised into the log while the run waited are no attempt: they
+    stay, in the step of their own they were written in.
     """
+    attempts = [e for e in attempts if not raised_only(e.chunks)]  # a sub-agent's, while the run waited
     retries = [*state.retries, *logged(attempts)]
     if any(c.get("type") == "start-step" for e in attempts for c in e.chunks):
         crashed = interrupted(attempts)

@@ -16,6 +16,7 @@ from stepline import Agent, RunContext, tool
 from stepline.agent.definition import AgentDefinitionError
 from stepline.agent.delegation import AgentTool, DelegatedTask, delegates_of
 from stepline.protocol.metadata import MessageMetadata
+from stepline.protocol.raised import is_raised
 from stepline.runtime.child_results import child_run_id
 from stepline.store.errors import NotFound
 from stepline.testing import Harness, call, fail, scripted_model, step, text
@@ -187,6 +188,13 @@ def test_a_child_waiting_for_approval_keeps_the_parent_waiting_then_both_go_on_o
     assert again.status == "completed" and again.text == "done" and runs == ["T"]
     assert again.tool("writer").output == "posted"
     assert harness.run(sub.run_id).status == "completed"
+    # The request raised into the lead's message stays there, settled, in its own step; the lead's
+    # next step is no redo over it (no reset-step, no "interrupted" retry): client and store agree.
+    stored = again.stored_message
+    raised = [(p["toolName"], p["state"]) for p in stored["parts"] if is_raised(p)]
+    assert raised == [("publish", "output-available")]
+    assert "retries" not in stored["metadata"]
+    assert again.message["parts"] == stored["parts"]
 
 
 def test_usage_rolls_up_from_every_level_and_is_reported_per_child() -> None:
