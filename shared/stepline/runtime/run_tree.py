@@ -13,8 +13,11 @@ The ceilings a child counts against are the root's as they were when the child s
 person had raised on the root by then included), carried on the child's parent link as `tree`:
 `{"rootRunId", "day", "runTokens", "runUsd"}`; a grandchild inherits its parent's. Approving a
 child's budget request raises that child's run limit (`LoopState.raised_limits`), and its tree
-ceiling with it: the raised value where it is above the inherited one. A tree without a ceiling
-(the root sets neither limit) is not counted, and its children carry no `tree`.
+ceiling with it: the raised value where it is above the inherited one. When a run goes on after
+its children ended, it takes their raises too (`take_raises`: each of its run limits becomes the
+highest a person raised it to below), so one decision raises the answer's budget: the lead does
+not stop again at the limit the person just raised. A tree without a ceiling (the root sets
+neither limit) is not counted, and its children carry no `tree`.
 
 A child that carries no tree but has agent tools of its own is the root of its own subtree (its
 own run limits cover its sub-agents). The root's own check of its limits against its own usage
@@ -26,18 +29,23 @@ makes its model calls one after the other.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
 from pydantic import JsonValue
 
+from ..loop.budget_request import effective_limits
 from ..loop.limits import Limits
+from ..loop.state import LoopState
 from ..store.records import RunRecord
 from ..store.usage_counters import CounterKey
 
-__all__ = ["RunTree", "tree_link", "tree_of"]
+__all__ = ["TREE_LIMITS", "RunTree", "take_raises", "tree_link", "tree_of"]
+
+TREE_LIMITS = ("run_tokens", "run_usd")
+"""The run limits a tree shares."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,3 +112,21 @@ def tree_link(run: RunRecord, limits: Limits, raised: Mapping[str, float]) -> di
     if tokens is None and usd is None:
         return None
     return {"rootRunId": tree.root_run_id, "day": tree.day, "runTokens": tokens, "runUsd": usd}
+
+
+def take_raises(state: LoopState, limits: Limits | None, below: Sequence[Mapping[str, float]]) -> LoopState:
+    """The state with its children's raises of the tree's limits (`below`, each child's `raised_limits`).
+
+    A limit the run has (with its own raises) goes up to the highest raise below; one it does not
+    have is left unset.
+    """
+    current = effective_limits(limits, state)
+    if current is None or not below:
+        return state
+    raised = dict(state.raised_limits)
+    for name in TREE_LIMITS:
+        value = current.value(name)
+        higher = max((r[name] for r in below if name in r), default=None)
+        if value is not None and higher is not None and higher > value:
+            raised[name] = higher
+    return state if raised == state.raised_limits else state.model_copy(update={"raised_limits": raised})

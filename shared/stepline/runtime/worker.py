@@ -38,13 +38,13 @@ from . import retries as retry_log
 from .announce import announce_approvals, announce_question
 from .budget_wait import budget_record, pending_ids, request_budget_approval
 from .child_approvals import raise_requests
-from .child_results import missing_child_agent
+from .child_results import child_raises, missing_child_agent
 from .child_stream import mirror_progress
 from .compaction import compaction_step, offloaded
 from .ending import fail_run
 from .recorder import RunRecorder
 from .resume_step import resume_waited
-from .run_tree import tree_of
+from .run_tree import take_raises, tree_of
 from .safe_point import ToolsStarted
 from .services import Services
 from .stream_push import notifier, notify
@@ -121,15 +121,18 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
     state = retry_log.redo_attempts(state, attempts, recorder, now=services.clock())
     abort = AbortSignal()
     agent = services.agent_of_run(run.agent, run.agent_fingerprint)
+    tree = tree_of(run, delegates=bool(agent_tools_of(agent)))
     config = await services.step_config(
         agent,
         user_id=user_id,
         run_id=run_id,
         claim_token=invocation_id,
         context=run_context_of(services, run),
-        tree=tree_of(run, delegates=bool(agent_tools_of(agent))),
+        tree=tree,
         abort=abort,
     )
+    if tree is not None and outputs:  # its sub-agents' answers: what a person raised on them, it takes too
+        state = take_raises(state, config.limits, child_raises(services, run, [o.tool_call_id for o in outputs]))
     tools = ToolsStarted()
     config = tools.watch(config)
     watcher = asyncio.create_task(_watch_abort(services, user_id, run_id, abort))
