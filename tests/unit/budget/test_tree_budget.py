@@ -20,11 +20,16 @@ from pydantic import JsonValue
 from stepline import Agent, tool
 from stepline.llm.base import ToolDefinition
 from stepline.llm.scripted import ScriptedModel
+from stepline.loop.budget import BudgetStop, CallEstimate
+from stepline.loop.limits import Limits
+from stepline.loop.state import UsageTotals
 from stepline.protocol._json import dumps
 from stepline.protocol.model_messages import ModelMessage
+from stepline.runtime.budget_gate import CounterGate
 from stepline.runtime.child_results import child_run_id
+from stepline.runtime.run_tree import RunTree
 from stepline.store.memory import MemoryStore
-from stepline.store.usage_counters import CounterKey, period_keys
+from stepline.store.usage_counters import CounterKey, MemoryCounters, period_keys
 from stepline.testing import FunctionModel, Harness, call, scripted_model, step, text
 from stepline.testing.result import TurnResult
 
@@ -214,3 +219,43 @@ def test_two_children_racing_one_tree_budget_never_pass_it() -> None:
         assert request.budget_limit == "run_tokens"
         # what each was refused on is what the tree had spent, its call's worst case on top passing the limit
         assert request.input["spent"] + request.input["needed"] > RACE_LIMIT  # type: ignore[index, operator]
+
+
+# -- the gate's tree ceiling -----------------------------------------------------------------------------
+
+
+def _gate(tree: RunTree) -> CounterGate:
+    return CounterGate(MemoryCounters(), "ann", "acme", "researcher", lambda: NOW, tree)
+
+
+def test_a_childs_tree_ceiling_in_usd_and_the_raises_it_honours() -> None:
+    gate = _gate(RunTree(root_run_id="run-1", day="2025-12-02", root=False, tokens=10_000, usd=0.5))
+    call_worst = CallEstimate(input_tokens=1000, output_tokens=200, usd=0.3)
+    held = gate.reserve(call_worst, Limits())
+    assert not isinstance(held, BudgetStop)
+    held.settle(UsageTotals(input_tokens=900, output_tokens=100, cost_usd=0.25))
+    stop = gate.reserve(call_worst, Limits())  # 0.25 spent + 0.30 worst case passes the tree's $0.50
+    assert isinstance(stop, BudgetStop) and (stop.limit, stop.value, stop.spent, stop.tree) == (
+        "run_usd",
+        0.5,
+        0.25,
+        True,
+    )
+    assert "more than this run's limit, which its sub-agents share" in stop.message()
+    # A raise a person made on this run lifts its ceiling; one below the inherited ceiling does not lower it.
+    assert not isinstance(gate.reserve(call_worst, Limits(), {"run_usd": 1.0}), BudgetStop)
+    lowered = gate.reserve(CallEstimate(100, 100, 0.01), Limits(), {"run_usd": 1.0, "run_tokens": 50})
+    assert not isinstance(lowered, BudgetStop)
+    tree = gate.counters.read(RunTree("run-1", "2025-12-02", root=False).key("ann"))
+    assert tree.calls == 1 and tree.committed_tokens == 1000 + 1200 + 200  # what was spent and what is held
+    unpriced = gate.reserve(CallEstimate(100, 100, None), Limits())  # a USD ceiling over a model without a price
+    assert isinstance(unpriced, BudgetStop) and unpriced.limit == "run_usd"
+
+
+def test_a_roots_ceilings_are_its_own_limits_with_its_raises() -> None:
+    gate = _gate(RunTree(root_run_id="run-1", day="2025-12-02", root=True))
+    worst = CallEstimate(input_tokens=800, output_tokens=200, usd=None)
+    assert isinstance(gate.reserve(worst, Limits(run_tokens=900)), BudgetStop)
+    assert not isinstance(gate.reserve(worst, Limits(run_tokens=1800)), BudgetStop)  # raised: in `limits`
+    assert not isinstance(gate.reserve(worst, Limits()), BudgetStop)  # no run limit: no tree counted
+    assert gate.counters.read(gate.tree.key("ann")).committed_tokens == 1000  # type: ignore[union-attr]
