@@ -9,9 +9,10 @@ The tenant is a claim of the run's identity (`STEPLINE_TENANT_CLAIM`, such as `o
 `custom:tenant`); unset, or a caller whose token lacks the claim, counts in the one tenant
 `default`.
 
-A run of a tree with a ceiling (`stepline.runtime.run_tree`) also counts on its tree's counter, in
-the same reservation: its calls then reserve on all five counters, the tree's refusing at the
-tree's ceiling (a `run_tokens` or `run_usd` stop).
+A run of a tree with a ceiling (`stepline.runtime.run_tree`) also reserves on its tree's counter,
+in the same atomic reservation as the user's and tenant's when one of theirs has a limit (else on
+the tree's alone); the tree's refuses at the tree's ceiling (a `run_tokens` or `run_usd` stop).
+The tree's counter is settled after the others, without a per-agent share.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..loop.budget import BudgetStop, CallEstimate, Reservation
 from ..loop.limits import LimitName, Limits
@@ -60,11 +62,16 @@ class _Held:
     keys: list[CounterKey]
     reserved: tuple[int, int]
     agent: str | None
+    tree: CounterKey | None = None
+    """The run tree's counter, holding the call's worst case (no per-agent share: nothing reads one)."""
+    tree_reserved: tuple[int, int] = (0, 0)
 
     def settle(self, usage: UsageTotals) -> None:
         used = (usage.total_tokens, _nano(usage.cost_usd))
         priced = usage.cost_usd is not None or usage.empty
         self.counters.settle(self.keys, reserved=self.reserved, used=used, agent=self.agent, priced=priced)
+        if self.tree is not None:
+            self.counters.settle([self.tree], reserved=self.tree_reserved, used=used, priced=priced)
 
 
 @dataclass(slots=True)
@@ -87,8 +94,14 @@ class CounterGate:
     ) -> Reservation | BudgetStop:
         keys = self.keys()
         tree = self._tree_ceiling(limits, raised or {})
-        if not limits.shared and tree is None:
-            return _Held(self.counters, keys, (0, 0), self.agent)
+        if tree is not None and tree.nano_usd is not None and estimate.usd is None:
+            return BudgetStop("run_usd", tree.nano_usd / NANO, 0, 0, tree=True)  # its cost cannot be bounded
+        worst = (estimate.tokens, _nano(estimate.usd))
+        on_tree: dict[str, Any] = {"tree": tree.key, "tree_reserved": worst} if tree is not None else {}
+        if not limits.shared:  # the user's and tenant's counters only count; the tree's (if any) reserves alone
+            if tree is not None and (refused := self.counters.reserve([tree], *worst)) is not None:
+                return _stop(refused, self.counters.read(refused.key), estimate)
+            return _Held(self.counters, keys, (0, 0), self.agent, **on_tree)
         ceilings: list[Ceiling] = []
         for key, (name, (token_limit, usd_limit)) in zip(keys, _CEILINGS.items(), strict=True):
             tokens, usd = limits.value(token_limit), limits.value(usd_limit)
@@ -97,15 +110,9 @@ class CounterGate:
             ceilings.append(
                 Ceiling(key, name, tokens=int(tokens) if tokens is not None else None, nano_usd=_nano(usd) or None)
             )
-        if tree is not None:
-            if tree.nano_usd is not None and estimate.usd is None:
-                return BudgetStop("run_usd", tree.nano_usd / NANO, 0, 0, tree=True)
-            ceilings.append(tree)
-            keys.append(tree.key)
-        worst = (estimate.tokens, _nano(estimate.usd))
-        refused = self.counters.reserve(ceilings, *worst)
+        refused = self.counters.reserve([*ceilings, *([tree] if tree else [])], *worst)  # all or none, at once
         if refused is None:
-            return _Held(self.counters, keys, worst, self.agent)
+            return _Held(self.counters, keys, worst, self.agent, **on_tree)
         return _stop(refused, self.counters.read(refused.key), estimate)
 
     def _tree_ceiling(self, limits: Limits, raised: Mapping[str, float]) -> Ceiling | None:
