@@ -1,12 +1,12 @@
 """`DynamoCounters`: the usage counters as items of the agent table, counted with `ADD`.
 
 An owner's counters share a partition (`pk = U#{user}#USAGE` or `T#{tenant}#USAGE`); the sort key
-is the period (`day:2026-12-02`), followed by `#A#{agent}` for one agent's share. Attributes:
-`tokens`, `nanoUsd`, `calls`, `unpricedCalls` (spent), `committedTokens`, `committedNanoUsd` (spent plus the calls
-under way), and `expires_at`, the item's TTL (epoch seconds, set on every write:
-`usage_counters.expiry_seconds`, the period's end plus an hour for a minute, five weeks for a day,
-400 days for a month), so the counters of past periods, the rate limits' minutes above all, do not
-pile up.
+is the period (`day:2026-12-02`, a run tree's `run:2026-12-02:{rootRunId}`), followed by
+`#A#{agent}` for one agent's share. Attributes: `tokens`, `nanoUsd`, `calls`, `unpricedCalls`
+(spent), `committedTokens`, `committedNanoUsd` (spent plus the calls under way), and `expires_at`,
+the item's TTL (epoch seconds, set on every write: `usage_counters.expiry_seconds`, the period's
+end plus an hour for a minute, five weeks for a day and a run tree's day, 400 days for a month),
+so the counters of past periods, the rate limits' minutes above all, do not pile up.
 
 A reservation is one `TransactWriteItems`: per counter an `ADD` of the worst case with the
 condition that the committed amount before it is at most the ceiling minus the worst case

@@ -8,9 +8,11 @@ tokens and, with the model's price, in USD — and compares it with what is left
 
 - the run's limits, against the run's own usage (`LoopState`): steps taken, tool calls made,
   tokens and USD spent;
-- the user's and tenant's limits, through the `BudgetGate` the runtime installs: it *reserves*
-  the worst case on the shared counters atomically (`stepline.store.usage_counters`), so runs
-  racing one budget cannot all pass on the same remainder.
+- the user's and tenant's limits, and the run limits of the run's tree (a run and its
+  sub-agents' runs, `stepline.runtime.run_tree`), through the `BudgetGate` the runtime installs:
+  it *reserves* the worst case on the shared counters atomically
+  (`stepline.store.usage_counters`), so runs racing one budget cannot all pass on the same
+  remainder.
 
 At a limit the call is not made: `admit_call` returns a `BudgetStop` saying which limit, what was
 spent and how much more the call needs. Otherwise the `Admission` it returns prices the call's
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -75,6 +78,8 @@ class BudgetStop:
     needed: float
     unpriced: str | None = None
     """The model spec when the stop is a USD limit over a model without a price."""
+    tree: bool = False
+    """A run limit the run shares with its sub-agents (or its lead): the tree's counter refused."""
 
     @property
     def unit(self) -> Unit:
@@ -93,7 +98,8 @@ class BudgetStop:
             return f"{self.unpriced} has no price, so the {_scope(self.limit)} in USD cannot be checked"
         if self.unit in ("tool calls", "steps"):
             return f"this answer has used the {int(self.value)} {self.unit} {_scope(self.limit)} allows"
-        return f"this answer needs about {_amount(self.over_by, self.unit)} more than {_scope(self.limit)}"
+        shared = ", which its sub-agents share" if self.tree else ""
+        return f"this answer needs about {_amount(self.over_by, self.unit)} more than {_scope(self.limit)}{shared}"
 
 
 def _scope(limit: LimitName) -> str:
@@ -118,9 +124,14 @@ class Reservation(Protocol):
 
 
 class BudgetGate(Protocol):
-    """The user's and tenant's limits (the runtime's, over the store's counters)."""
+    """The user's and tenant's limits, and a run tree's (the runtime's, over the store's counters).
 
-    def reserve(self, estimate: CallEstimate, limits: Limits) -> Reservation | BudgetStop: ...
+    `raised` is what a person raised on this run (`LoopState.raised_limits`, already in `limits`).
+    """
+
+    def reserve(
+        self, estimate: CallEstimate, limits: Limits, raised: Mapping[str, float] | None = None
+    ) -> Reservation | BudgetStop: ...
 
 
 @dataclass(slots=True)
@@ -194,10 +205,10 @@ def admit_call(
         return stop
     if gate is None:
         return Admission(prices, model)
-    reserved = gate.reserve(estimate, limits)
+    reserved = gate.reserve(estimate, limits, state.raised_limits)
     if isinstance(reserved, BudgetStop):
         if reserved.limit.endswith("_usd") and estimate.usd is None:
-            return BudgetStop(reserved.limit, reserved.value, 0, 0, unpriced=spec)
+            return BudgetStop(reserved.limit, reserved.value, 0, 0, unpriced=spec, tree=reserved.tree)
         return reserved
     return Admission(prices, model, reserved)
 

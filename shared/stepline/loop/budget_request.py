@@ -31,6 +31,7 @@ from .state import LoopState, PendingBudget, StepOutcome
 
 __all__ = [
     "BUDGET_PART",
+    "budget_data",
     "budget_denied",
     "effective_limits",
     "held_back",
@@ -56,7 +57,8 @@ def raised_value(limit: str, value: float, spent: float, needed: float) -> float
     return round(raised, 9) if limit.endswith("_usd") else float(math.ceil(raised))
 
 
-def _part(pending: PendingBudget, state: str, reason: str | None = None) -> sp.Data:
+def budget_data(pending: PendingBudget, state: str, reason: str | None = None) -> dict[str, JsonValue]:
+    """The `data` of a budget request's `data-budget` part, in `state` (requested, approved, denied)."""
     data: dict[str, JsonValue] = {
         "approvalId": pending.approval_id,
         "limit": pending.limit,
@@ -69,7 +71,11 @@ def _part(pending: PendingBudget, state: str, reason: str | None = None) -> sp.D
     }
     if reason is not None:
         data["reason"] = reason
-    return sp.Data(name=BUDGET_PART, id=pending.approval_id, data=data)
+    return data
+
+
+def _part(pending: PendingBudget, state: str, reason: str | None = None) -> sp.Data:
+    return sp.Data(name=BUDGET_PART, id=pending.approval_id, data=budget_data(pending, state, reason))
 
 
 async def request_budget(state: LoopState, stop: BudgetStop, *, approval_id: str, now: int, emit: Emit) -> StepOutcome:

@@ -8,18 +8,25 @@ its usage replaces the reservation. Without one, nothing is reserved and the usa
 The tenant is a claim of the run's identity (`STEPLINE_TENANT_CLAIM`, such as `org_id` or
 `custom:tenant`); unset, or a caller whose token lacks the claim, counts in the one tenant
 `default`.
+
+A run of a tree with a ceiling (`stepline.runtime.run_tree`) also reserves on its tree's counter,
+in the same atomic reservation as the user's and tenant's when one of theirs has a limit (else on
+the tree's alone); the tree's refuses at the tree's ceiling (a `run_tokens` or `run_usd` stop).
+The tree's counter is settled after the others, without a per-agent share.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..loop.budget import BudgetStop, CallEstimate, Reservation
 from ..loop.limits import LimitName, Limits
 from ..loop.state import UsageTotals
 from ..store.usage_counters import NANO, Ceiling, CounterKey, CounterValue, UsageCounters, period_keys
+from .run_tree import RunTree
 
 __all__ = ["DEFAULT_TENANT", "CounterGate", "tenant_of"]
 
@@ -41,6 +48,8 @@ _CEILINGS: dict[str, tuple[LimitName, LimitName]] = {
     "tenant_month": ("tenant_month_tokens", "tenant_month_usd"),
 }
 """The shared counters, in the order of `CounterGate.keys`, with their limits."""
+_TREE = "run_tree"
+_LIMITS: dict[str, tuple[LimitName, LimitName]] = {**_CEILINGS, _TREE: ("run_tokens", "run_usd")}
 
 
 def _nano(usd: float | None) -> int:
@@ -53,31 +62,46 @@ class _Held:
     keys: list[CounterKey]
     reserved: tuple[int, int]
     agent: str | None
+    tree: CounterKey | None = None
+    """The run tree's counter, holding the call's worst case (no per-agent share: nothing reads one)."""
+    tree_reserved: tuple[int, int] = (0, 0)
 
     def settle(self, usage: UsageTotals) -> None:
         used = (usage.total_tokens, _nano(usage.cost_usd))
         priced = usage.cost_usd is not None or usage.empty
         self.counters.settle(self.keys, reserved=self.reserved, used=used, agent=self.agent, priced=priced)
+        if self.tree is not None:
+            self.counters.settle([self.tree], reserved=self.tree_reserved, used=used, priced=priced)
 
 
 @dataclass(slots=True)
 class CounterGate:
-    """The budgets of one user of one tenant, for the calls of one run."""
+    """The budgets of one user of one tenant, and of the run's tree, for the calls of one run."""
 
     counters: UsageCounters
     user_id: str
     tenant: str
     agent: str | None
     clock: Callable[[], int]
+    tree: RunTree | None = field(default=None)
 
     def keys(self) -> list[CounterKey]:
         now = self.clock()
         return [*period_keys("user", self.user_id, now), *period_keys("tenant", self.tenant, now)]
 
-    def reserve(self, estimate: CallEstimate, limits: Limits) -> Reservation | BudgetStop:
+    def reserve(
+        self, estimate: CallEstimate, limits: Limits, raised: Mapping[str, float] | None = None
+    ) -> Reservation | BudgetStop:
         keys = self.keys()
-        if not limits.shared:
-            return _Held(self.counters, keys, (0, 0), self.agent)
+        tree = self._tree_ceiling(limits, raised or {})
+        if tree is not None and tree.nano_usd is not None and estimate.usd is None:
+            return BudgetStop("run_usd", tree.nano_usd / NANO, 0, 0, tree=True)  # its cost cannot be bounded
+        worst = (estimate.tokens, _nano(estimate.usd))
+        on_tree: dict[str, Any] = {"tree": tree.key, "tree_reserved": worst} if tree is not None else {}
+        if not limits.shared:  # the user's and tenant's counters only count; the tree's (if any) reserves alone
+            if tree is not None and (refused := self.counters.reserve([tree], *worst)) is not None:
+                return _stop(refused, self.counters.read(refused.key), estimate)
+            return _Held(self.counters, keys, (0, 0), self.agent, **on_tree)
         ceilings: list[Ceiling] = []
         for key, (name, (token_limit, usd_limit)) in zip(keys, _CEILINGS.items(), strict=True):
             tokens, usd = limits.value(token_limit), limits.value(usd_limit)
@@ -86,16 +110,24 @@ class CounterGate:
             ceilings.append(
                 Ceiling(key, name, tokens=int(tokens) if tokens is not None else None, nano_usd=_nano(usd) or None)
             )
-        worst = (estimate.tokens, _nano(estimate.usd))
-        refused = self.counters.reserve(ceilings, *worst)
+        refused = self.counters.reserve([*ceilings, *([tree] if tree else [])], *worst)  # all or none, at once
         if refused is None:
-            return _Held(self.counters, keys, worst, self.agent)
+            return _Held(self.counters, keys, worst, self.agent, **on_tree)
         return _stop(refused, self.counters.read(refused.key), estimate)
+
+    def _tree_ceiling(self, limits: Limits, raised: Mapping[str, float]) -> Ceiling | None:
+        if self.tree is None:
+            return None
+        tokens, usd = self.tree.ceilings(limits, raised)
+        if tokens is None and usd is None:
+            return None
+        return Ceiling(self.tree.key(self.user_id), _TREE, tokens=tokens, nano_usd=_nano(usd) if usd else None)
 
 
 def _stop(refused: Ceiling, value: CounterValue, estimate: CallEstimate) -> BudgetStop:
-    token_limit, usd_limit = _CEILINGS[refused.name]
+    token_limit, usd_limit = _LIMITS[refused.name]
+    tree = refused.name == _TREE
     if refused.tokens is not None and value.committed_tokens + estimate.tokens > refused.tokens:
-        return BudgetStop(token_limit, refused.tokens, value.committed_tokens, estimate.tokens)
+        return BudgetStop(token_limit, refused.tokens, value.committed_tokens, estimate.tokens, tree=tree)
     limit = (refused.nano_usd or 0) / NANO
-    return BudgetStop(usd_limit, limit, value.committed_nano_usd / NANO, estimate.usd or 0)
+    return BudgetStop(usd_limit, limit, value.committed_nano_usd / NANO, estimate.usd or 0, tree=tree)

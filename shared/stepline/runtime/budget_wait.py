@@ -46,7 +46,7 @@ def pending_ids(state: LoopState) -> list[str]:
     return [*ids, state.pending_budget.approval_id] if state.pending_budget is not None else ids
 
 
-def budget_record(run: RunRecord, state: LoopState, *, expires_at: int) -> ApprovalRecord:
+def budget_record(run: RunRecord, state: LoopState, *, expires_at: int | None) -> ApprovalRecord:
     """The approval record of the state's budget request."""
     pending = state.pending_budget
     assert pending is not None
@@ -56,7 +56,13 @@ def budget_record(run: RunRecord, state: LoopState, *, expires_at: int) -> Appro
         run_id=run.run_id,
         tool_call_id=pending.approval_id,
         tool_name=BUDGET_TOOL_NAME,
-        input={"limit": pending.limit, "message": pending.message, "value": pending.value},
+        input={
+            "limit": pending.limit,
+            "message": pending.message,
+            "value": pending.value,
+            "spent": pending.spent,
+            "needed": pending.needed,
+        },
         reason=pending.message,
         budget_limit=pending.limit,
         requested_at=pending.requested_at,

@@ -17,8 +17,14 @@ expiry), the decision settles the raised part: `tool-approval-response`, then `t
 (`{"approved": true}`) or `tool-output-denied`, so no later stream finds it still asking and no
 client sends it twice. What the approved tool does is shown where it runs, inside the child's message.
 
+A child's budget request (a limit held its next call back, `stepline.runtime.budget_wait`) is raised
+as the same `data-budget` part the child's own message has (same id, its `data` with `subAgent`
+naming where it came from), so the conversation shows the budget card, whose decision goes to the
+approval webhook; settled, the part is written again with its decision's state (`approved`,
+`denied`; an expired request reads denied), which replaces it.
+
 A raised part is none of the parent model's business: the history leaves it out
-(`stepline.protocol.raised`).
+(`stepline.protocol.raised`; a data part never reaches a model).
 Every write is idempotent (the log is read first), as its callers may run twice.
 """
 
@@ -29,6 +35,8 @@ from typing import Any, cast
 
 from pydantic import JsonValue
 
+from ..loop.budget_request import BUDGET_PART, budget_data
+from ..loop.state import PendingBudget
 from ..protocol.raised import RAISED_PREFIX, raised_call_id
 from ..store.errors import ConcurrentUpdate, NotFound, TerminalState
 from ..store.event_batcher import event_type_of
@@ -63,14 +71,46 @@ def _root(services: Services, run: RunRecord) -> tuple[RunRecord, list[str]] | N
     return None
 
 
-def _request_chunks(run: RunRecord, approval: ApprovalRecord, path: list[str]) -> list[dict[str, JsonValue]]:
-    call_id = raised_call_id(approval.approval_id)
-    origin: dict[str, JsonValue] = {
+def _origin(run: RunRecord, approval: ApprovalRecord, path: list[str]) -> dict[str, JsonValue]:
+    return {
         "runId": run.run_id,
         "toolCallId": approval.tool_call_id,
         "agent": run.agent,
         "agents": cast(list[JsonValue], path),
     }
+
+
+def _budget_chunk(run: RunRecord, approval: ApprovalRecord, path: list[str]) -> dict[str, JsonValue]:
+    """The child's budget request as the conversation's own `data-budget` part, in its current state."""
+    asked = cast(dict[str, Any], approval.input if isinstance(approval.input, dict) else {})
+
+    def number(name: str) -> float:
+        value = asked.get(name)
+        return float(value) if isinstance(value, int | float) else 0.0
+
+    pending = PendingBudget(
+        approval_id=approval.approval_id,
+        limit=approval.budget_limit or "",
+        value=number("value"),
+        spent=number("spent"),
+        needed=number("needed"),
+        message=str(asked.get("message") or approval.reason or ""),
+        requested_at=approval.requested_at,
+    )
+    if approval.status == "requested":
+        state, reason = "requested", None
+    elif approval.status == "expired":
+        state, reason = "denied", approval.expired_reason
+    else:
+        state, reason = ("approved" if approval.decision == "approved" else "denied"), approval.reason
+    data = budget_data(pending, state, reason if state != "requested" else None)
+    data["subAgent"] = _origin(run, approval, path)
+    return {"type": f"data-{BUDGET_PART}", "id": approval.approval_id, "data": data}
+
+
+def _request_chunks(run: RunRecord, approval: ApprovalRecord, path: list[str]) -> list[dict[str, JsonValue]]:
+    call_id = raised_call_id(approval.approval_id)
+    origin = _origin(run, approval, path)
     chunks: list[dict[str, JsonValue]] = [
         {
             "type": "tool-input-available",
@@ -104,6 +144,16 @@ def _chunks(events: list[EventRecord]) -> list[dict[str, JsonValue]]:
     return [chunk for event in events for chunk in event.chunks]
 
 
+def _budget_states(chunks: list[dict[str, JsonValue]]) -> dict[str, str]:
+    """The raised budget cards in the log: the latest state of each, by approval id."""
+    found: dict[str, str] = {}
+    for chunk in chunks:
+        data = chunk.get("data")
+        if chunk.get("type") == f"data-{BUDGET_PART}" and isinstance(data, dict):
+            found[str(chunk.get("id"))] = str(cast(dict[str, Any], data).get("state"))
+    return found
+
+
 def _section_open(chunks: list[dict[str, JsonValue]]) -> bool:
     """Whether the log's last step is a step of raised requests (it starts with one)."""
     for index in range(len(chunks) - 1, -1, -1):
@@ -125,16 +175,25 @@ def _write(services: Services, run: RunRecord, approvals: list[ApprovalRecord], 
             return
         asked = {str(c.get("approvalId")) for c in chunks if c.get("type") == "tool-approval-request"}
         settled = {str(c.get("approvalId")) for c in chunks if c.get("type") == "tool-approval-response"}
+        budgets = _budget_states(chunks)
         new: list[dict[str, JsonValue]] = []
+        cards: list[dict[str, JsonValue]] = []
         for approval in approvals:
+            if approval.budget_limit is not None:  # a budget request: the budget card's part
+                card = _budget_chunk(run, approval, path)
+                state, shown = cast(dict[str, Any], card["data"])["state"], budgets.get(approval.approval_id)
+                if shown is None or (state != "requested" and shown != state):  # never asked again once decided
+                    cards.append(card)
+                continue
             if approval.approval_id not in asked:
                 new += _request_chunks(run, approval, path)
             if settle and approval.approval_id not in settled:
                 new += _settle_chunks(approval)
+        if new and new[0]["type"] == "tool-input-available" and not _section_open(chunks):
+            new.insert(0, {"type": "start-step"})
+        new += cards
         if not new:
             return
-        if new[0]["type"] == "tool-input-available" and not _section_open(chunks):
-            new.insert(0, {"type": "start-step"})
         event = NewEvent(type=event_type_of(str(new[-1]["type"])), chunks=new)
         try:
             written = services.store.append_events(run.user_id, root.run_id, [event], now=services.clock())

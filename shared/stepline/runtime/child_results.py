@@ -20,7 +20,7 @@ from pydantic import JsonValue
 
 from ..agent.delegation import DEFAULT_MAX_DEPTH, agent_tools_of
 from ..agent.loading import UnknownAgentError
-from ..loop.state import UsageTotals
+from ..loop.state import LoopState, UsageTotals
 from ..protocol._json import loads_strict
 from ..store.errors import Conflict, NotFound, TerminalState
 from ..store.records import TERMINAL, ConversationRecord, RunRecord, ToolCallRecord
@@ -31,6 +31,7 @@ __all__ = [
     "CHILD_PREFIX",
     "ParentLink",
     "child_result",
+    "child_raises",
     "child_run_id",
     "child_runs",
     "children_at_work",
@@ -211,3 +212,15 @@ def report_end(services: Services, user_id: str, run_id: str) -> None:
         answer(services, user_id, parent_run, call, output=output, error_text=error_text)
         return
     _LOG.info("child run %s ended after its parent %s stopped waiting for it", run_id, parent_run)
+
+
+def child_raises(services: Services, run: RunRecord, tool_call_ids: Sequence[str]) -> list[dict[str, float]]:
+    """What a person raised on the child runs of these tool calls (`raised_limits`; none for a call without one)."""
+    found: list[dict[str, float]] = []
+    for tool_call_id in tool_call_ids:
+        checkpoint = None
+        with contextlib.suppress(NotFound):
+            checkpoint = services.store.latest_checkpoint(run.user_id, child_run_id(run.run_id, tool_call_id))
+        if checkpoint is not None and (raised := LoopState.model_validate(checkpoint.state).raised_limits):
+            found.append(raised)
+    return found

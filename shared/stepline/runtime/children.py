@@ -9,7 +9,9 @@ only asked to run (`start_run` is idempotent, an execution named by its run id).
 A child is a run of its own: its own conversation (hidden from the user's list by its id prefix),
 run record, checkpoint, event log, tool ledger and approvals, with the child agent's definition
 and the parent's context (the same user, claims and body: never more rights than the parent's
-user), and `parent` on its context, which its end reads (`stepline.runtime.child_results`).
+user), and `parent` on its context, which its end reads (`stepline.runtime.child_results`). The
+link carries the run tree's budget when its root has a run limit (`tree`,
+`stepline.runtime.run_tree`): the child's calls count against it with the rest of the tree.
 
 A call beyond the tool's depth or fan-out limit, or of an agent no longer deployed, is answered at
 once with a tool error the model reads; the parent then resumes without waiting.
@@ -25,10 +27,13 @@ from pydantic import JsonValue
 
 from ..agent.delegation import AgentTool, agent_tools_of, prompt_of
 from ..agent.loading import UnknownAgentError
+from ..loop.budget_request import effective_limits
+from ..loop.limits import Limits
 from ..loop.state import LoopState
 from ..store.errors import Conflict, NotFound, TerminalState
 from ..store.records import TERMINAL, RunRecord
 from .child_results import child_run_id, parent_of, report_end
+from .run_tree import tree_link
 from .services import Services
 from .turn import begin_turn
 from .waits import answer
@@ -50,6 +55,8 @@ def start_children(services: Services, run: RunRecord, state: LoopState) -> None
     if not tools:
         return
     depth = int(cast(Any, (parent_of(run) or {}).get("depth", 0))) + 1
+    limits = agent.limits.over(services.limits) if agent.limits is not None else services.limits
+    tree = tree_link(run, effective_limits(limits, state) or Limits(), state.raised_limits)
     started = [c.tool_call_id for s in state.steps for c in s.tool_calls if c.tool_name in tools]
     for call in state.pending_client_calls:
         tool = tools.get(call.tool_name)
@@ -61,14 +68,20 @@ def start_children(services: Services, run: RunRecord, state: LoopState) -> None
         elif started.index(call.tool_call_id) >= tool.max_children:
             refusal = f"{tool.name} was not started: this run may start {tool.max_children} sub-agent runs"
         if refusal is None:
-            refusal = _start_child(services, run, tool, call.tool_call_id, call.input, depth)
+            refusal = _start_child(services, run, tool, call.tool_call_id, call.input, depth, tree)
         if refusal is not None:
             with contextlib.suppress(Conflict, TerminalState):
                 answer(services, run.user_id, run.run_id, call.tool_call_id, output=None, error_text=refusal)
 
 
 def _start_child(
-    services: Services, run: RunRecord, tool: AgentTool, tool_call_id: str, value: JsonValue, depth: int
+    services: Services,
+    run: RunRecord,
+    tool: AgentTool,
+    tool_call_id: str,
+    value: JsonValue,
+    depth: int,
+    tree: dict[str, JsonValue] | None,
 ) -> str | None:
     """Start (or find) the call's child run; a refusal's text when it cannot be started."""
     child = child_run_id(run.run_id, tool_call_id)
@@ -88,6 +101,8 @@ def _start_child(
         "depth": depth,
         "result": tool.result,
     }
+    if tree is not None:
+        parent["tree"] = tree
     prompt = prompt_of(tool, value)
     try:
         begin_turn(

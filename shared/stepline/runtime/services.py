@@ -33,6 +33,7 @@ from .deliveries import DeliveryLog
 from .generated_files import ArtifactFiles
 from .guard import StoreToolGuard
 from .notifications import NoNotifier, Notifier
+from .run_tree import RunTree
 from .stream_push import RunNotifier
 
 if TYPE_CHECKING:
@@ -169,19 +170,27 @@ class Services:
         return f"{model.provider}:{model.model_id}"
 
     async def step_config(
-        self, agent: Agent, *, user_id: str, run_id: str, claim_token: str, context: Any, **overrides: Any
+        self,
+        agent: Agent,
+        *,
+        user_id: str,
+        run_id: str,
+        claim_token: str,
+        context: Any,
+        tree: RunTree | None = None,
+        **overrides: Any,
     ) -> LoopConfig:
         """The loop configuration of one step of a run.
 
-        With the store-backed tool guard, and generated files kept as artifacts when the run has a
-        `RunContext`.
+        With the store-backed tool guard, generated files kept as artifacts when the run has a
+        `RunContext`, and the budgets of its user, tenant and `tree` (`stepline.runtime.run_tree`).
         """
         guard = StoreToolGuard(self.store, user_id=user_id, run_id=run_id, claim_token=claim_token, now=self.clock)
         files = ArtifactFiles(context) if isinstance(context, RunContext) else None
         traced = self.telemetry.loop_options() if self.telemetry is not None and agent.tracer is None else {}
         claims = context.claims if isinstance(context, RunContext) else None
         tenant = tenant_of(claims, self.tenant_claim)
-        gate = CounterGate(self.store.counters, user_id, tenant, agent.name, self.clock)
+        gate = CounterGate(self.store.counters, user_id, tenant, agent.name, self.clock, tree)
         return await agent.loop_config(
             **traced,
             inspect=self.inspect,

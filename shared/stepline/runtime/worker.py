@@ -20,6 +20,7 @@ from typing import Any, Literal, cast
 
 from pydantic import JsonValue
 
+from ..agent.delegation import agent_tools_of
 from ..loop.approval import ApprovalDecision
 from ..loop.config import AbortSignal
 from ..loop.state import LoopState, StepOutcome
@@ -35,14 +36,15 @@ from ..store.records import (
 from . import inbox, inspection, working_runs
 from . import retries as retry_log
 from .announce import announce_approvals, announce_question
-from .budget_wait import pending_ids, request_budget_approval
+from .budget_wait import budget_record, pending_ids, request_budget_approval
 from .child_approvals import raise_requests
-from .child_results import missing_child_agent
+from .child_results import child_raises, missing_child_agent
 from .child_stream import mirror_progress
 from .compaction import compaction_step, offloaded
 from .ending import fail_run
 from .recorder import RunRecorder
 from .resume_step import resume_waited
+from .run_tree import take_raises, tree_of
 from .safe_point import ToolsStarted
 from .services import Services
 from .stream_push import notifier, notify
@@ -119,14 +121,18 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
     state = retry_log.redo_attempts(state, attempts, recorder, now=services.clock())
     abort = AbortSignal()
     agent = services.agent_of_run(run.agent, run.agent_fingerprint)
+    tree = tree_of(run, delegates=bool(agent_tools_of(agent)))
     config = await services.step_config(
         agent,
         user_id=user_id,
         run_id=run_id,
         claim_token=invocation_id,
         context=run_context_of(services, run),
+        tree=tree,
         abort=abort,
     )
+    if tree is not None and outputs:  # its sub-agents' answers: what a person raised on them, it takes too
+        state = take_raises(state, config.limits, child_raises(services, run, [o.tool_call_id for o in outputs]))
     tools = ToolsStarted()
     config = tools.watch(config)
     watcher = asyncio.create_task(_watch_abort(services, user_id, run_id, abort))
@@ -153,6 +159,7 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
     if outcome.kind == "failed":
         return _failed(services, run, outcome, recorder, retry_log.step_retries(attempts))
     if outcome.state.pending_budget is not None:  # a limit held the call back: no step was made
+        raise_requests(services, run, [budget_record(run, outcome.state, expires_at=None)])  # a sub-agent's
         request_budget_approval(services, run, outcome.state, recorder.snapshot())
         announce_approvals(services, run, outcome.state)
         notify(services.stream_push, run.user_id, run.run_id, recorder.last_seq)

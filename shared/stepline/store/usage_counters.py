@@ -11,7 +11,9 @@ the call `settle` replaces the reservation by what the call used. A reservation 
 a refusal by one counter reserves on none.
 
 Periods are UTC: `day:2026-12-02`, `month:2026-12`. A counter of one agent's spending
-(`agent="desk"`) is written by `settle` only, for `GET /api/usage`.
+(`agent="desk"`) is written by `settle` only, for `GET /api/usage`. A run tree's counter (a run
+and its sub-agents' runs, `stepline.runtime.run_tree`) is one of its user's, period
+`run:2026-12-02:{rootRunId}` (the root run's start day).
 """
 
 from __future__ import annotations
@@ -97,9 +99,11 @@ def period_keys(scope: Scope, owner: str, now_ms: int) -> tuple[CounterKey, Coun
     return CounterKey(scope, owner, day), CounterKey(scope, owner, month)
 
 
-_KEPT_SECONDS = {"minute": 3_600, "day": 35 * 86_400, "month": 400 * 86_400}
+_KEPT_SECONDS = {"minute": 3_600, "day": 35 * 86_400, "run": 35 * 86_400, "month": 400 * 86_400}
 """How long a counter is kept after its period ends (the TTL of its DynamoDB item): a minute's (a
-rate limit's) an hour, a day's five weeks, a month's 400 days. Only the current periods are read."""
+rate limit's) an hour, a day's five weeks, a month's 400 days; a run tree's five weeks after the
+day its root started (a run waiting longer than that for a person starts its tree's count anew).
+Only the current periods are read."""
 
 
 def expiry_seconds(period: str) -> int:
@@ -108,8 +112,9 @@ def expiry_seconds(period: str) -> int:
     if kind == "minute":
         start = datetime.strptime(when, "%Y-%m-%dT%H:%M").replace(tzinfo=UTC)
         end = start.timestamp() + 60
-    elif kind == "day":
-        end = datetime.strptime(when, "%Y-%m-%d").replace(tzinfo=UTC).timestamp() + 86_400
+    elif kind in ("day", "run"):  # a run tree's: `run:{day}:{rootRunId}`
+        day = when.partition(":")[0] if kind == "run" else when
+        end = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC).timestamp() + 86_400
     elif kind == "month":
         start = datetime.strptime(when, "%Y-%m").replace(tzinfo=UTC)
         after = (

@@ -109,6 +109,24 @@ def test_racing_calls_never_take_spending_past_the_budget(counters: UsageCounter
     assert limit - spent.tokens < worst
 
 
+def test_a_run_trees_counter_is_one_of_its_users_on_every_backend(counters: UsageCounters) -> None:
+    """`run:{day}:{rootRunId}`: reserved and settled with the user's day, its agents' shares apart."""
+    tree = CounterKey("user", "ann", "run:2025-12-02:run-1")
+    other = CounterKey("user", "ann", "run:2025-12-02:run-2")
+    ceilings = [Ceiling(DAY, "user_day"), Ceiling(tree, "run_tree", tokens=500)]
+    assert counters.reserve(ceilings, 300, 0) is None
+    refused = counters.reserve(ceilings, 300, 0)  # 600 committed would pass the tree's 500
+    assert refused is not None and refused.key == tree
+    assert counters.read(DAY).committed_tokens == 300  # a refusal reserves on none
+    counters.settle([DAY, tree], reserved=(300, 0), used=(120, 0), agent="researcher")
+    assert counters.read(tree) == CounterValue(tokens=120, calls=1, committed_tokens=120)
+    assert counters.agents(tree) == {"researcher": CounterValue(tokens=120, calls=1)}
+    assert counters.read(DAY).tokens == 120 and counters.agents(DAY) == {
+        "researcher": CounterValue(tokens=120, calls=1)
+    }
+    assert counters.read(other) == CounterValue() and counters.agents(other) == {}
+
+
 def test_periods_are_utc_days_and_months() -> None:
     assert periods(1_764_633_599_999) == ("day:2025-12-01", "month:2025-12")
     assert periods(1_764_633_600_000) == ("day:2025-12-02", "month:2025-12")
@@ -146,3 +164,6 @@ def test_counter_items_carry_a_ttl_past_their_period_on_dynamodb() -> None:
         assert expires("U#ann#USAGE", MONTH.period) == at("2026-01-01T00:00") + 400 * 86_400
         assert expires("U#ann#SLOTS", "slots") == 1 + 86_400
         assert expiry_seconds("month:2025-12") == expires("U#ann#USAGE", MONTH.period)
+        tree = CounterKey("user", "ann", "run:2025-12-02:run-1")  # a run tree's: five weeks after its root's day
+        store.counters.settle([tree], reserved=(0, 0), used=(10, 0))
+        assert expires("U#ann#USAGE", tree.period) == at("2025-12-03T00:00") + 35 * 86_400

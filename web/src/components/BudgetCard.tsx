@@ -1,6 +1,7 @@
 // The budget card of a run a limit paused (`data-budget`): what the answer needs beyond which
 // limit, Raise / End here, and what became of the decision. The person raises a run's own limit;
-// a daily or monthly budget needs an admin, and the server's 403 says so on the card.
+// a daily or monthly budget needs an admin, and the server's 403 says so on the card. A sub-agent's
+// request (raised into the conversation's message) names the sub-agent that asks.
 import { useState } from 'react';
 import { decideApproval } from '../api';
 import { Icon } from './Icon';
@@ -13,6 +14,7 @@ interface BudgetData {
   raiseTo?: number;
   state: 'requested' | 'approved' | 'denied';
   reason?: string;
+  subAgent?: { agent?: string | null };
 }
 
 function amount(limit: string, value: number | undefined): string {
@@ -42,6 +44,11 @@ export function BudgetCard({ data, ctx }: { data: BudgetData; ctx: PartContext }
       <div className="approval-head">
         <Icon name="alert" /> <span className="block-title">{label}</span>
       </div>
+      {data.subAgent && (
+        <p className="budget-origin" data-testid="budget-origin">
+          Asked by {data.subAgent.agent ? `the ${data.subAgent.agent} sub-agent` : 'a sub-agent'}
+        </p>
+      )}
       <p className="budget-message">{data.message.charAt(0).toUpperCase() + data.message.slice(1)}.</p>
       {data.reason && <p className="budget-reason">Reason: {data.reason}</p>}
       {open && (
