@@ -33,6 +33,12 @@ def raised_only(chunks: Sequence[Mapping[str, Any]]) -> bool:
     of the parent's own next step, which must neither redo itself over it nor count it as a crash.
     """
     own = [c for c in chunks if c.get("type") != "start-step"]
-    raised = [c for c in own if str(c.get("toolCallId", "")).startswith(RAISED_PREFIX)]
+    raised = [c for c in own if str(c.get("toolCallId", "")).startswith(RAISED_PREFIX) or _raised_card(c)]
     settling = [c for c in own if c.get("type") == "tool-approval-response"]
     return bool(raised) and len(raised) + len(settling) == len(own)
+
+
+def _raised_card(chunk: Mapping[str, Any]) -> bool:
+    """A sub-agent's budget card raised into the conversation (a `data-*` part naming its `subAgent`)."""
+    data = chunk.get("data")
+    return str(chunk.get("type", "")).startswith("data-") and isinstance(data, Mapping) and "subAgent" in data

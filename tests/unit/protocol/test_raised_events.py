@@ -20,7 +20,10 @@ SETTLED: list[dict[str, Any]] = [
 ]
 
 
-@pytest.mark.parametrize("chunks", [REQUEST, REQUEST[1:], SETTLED, [*REQUEST, *SETTLED]])
+CARD: dict[str, Any] = {"type": "data-budget", "id": "ap-2", "data": {"state": "requested", "subAgent": {"runId": "r"}}}
+
+
+@pytest.mark.parametrize("chunks", [REQUEST, REQUEST[1:], SETTLED, [*REQUEST, *SETTLED], [CARD], [*REQUEST, CARD]])
 def test_a_raised_request_and_its_settling_are_no_attempt_of_the_run(chunks: list[dict[str, Any]]) -> None:
     assert raised_only(chunks)
 
@@ -33,6 +36,7 @@ def test_a_raised_request_and_its_settling_are_no_attempt_of_the_run(chunks: lis
         [*REQUEST, {"type": "text-delta", "id": "t", "delta": "x"}],  # the run's own output beside it
         [{"type": "tool-approval-response", "approvalId": "ap-2", "approved": False}],  # the run's own decision
         [{"type": "tool-input-available", "toolCallId": "call-1", "toolName": "save", "input": {}}],
+        [{"type": "data-budget", "id": "ap-3", "data": {"state": "requested"}}],  # the run's own budget card
     ],
 )
 def test_anything_of_the_runs_own_is_an_attempt(chunks: list[dict[str, Any]]) -> None:
