@@ -29,14 +29,17 @@ def test_a_sub_agents_budget_request_is_the_conversations_card(browser: Browser,
     for ui in make_ui(browser, tree_limited):
         ui.open()
         ui.send("research beavers for me")
-        card = ui.page.get_by_test_id("budget-card")
+        # The conversation's card (the one naming who asks); the child's own shows inside its block.
+        card = ui.page.get_by_test_id("budget-card").filter(has=ui.page.get_by_test_id("budget-origin"))
         expect(card).to_have_attribute("data-state", "requested", timeout=20_000)
         expect(card.get_by_test_id("budget-origin")).to_have_text("Asked by the researcher sub-agent")
         expect(card).to_contain_text("which its sub-agents share")
-        ui.page.get_by_test_id("budget-approve").click()
+        card.get_by_test_id("budget-approve").click()
         assert_settled(ui)
         open_trace(ui)  # a settled answer folds its blocks into its trace
-        expect(ui.page.get_by_test_id("budget-card")).to_have_attribute("data-state", "approved")
+        expect(card).to_have_attribute("data-state", "approved")
+        nested = ui.page.get_by_test_id("sub-agent-body").get_by_test_id("budget-card")
+        expect(nested.get_by_test_id("budget-approve")).to_have_count(0)  # decided in one place only
         parts = ui.stored()["messages"][-1]["parts"]
         assert [p["text"] for p in parts if p.get("type") == "text"] == ["Here is what I found."]
         [budget] = [p for p in parts if p.get("type") == "data-budget"]

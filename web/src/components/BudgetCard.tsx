@@ -36,7 +36,9 @@ export function BudgetCard({ data, ctx }: { data: BudgetData; ctx: PartContext }
     setPhase('refused');
     setMessage(outcome.message);
   };
-  const open = data.state === 'requested' && !ctx.readOnly && phase !== 'sent';
+  // Inside a sub-agent's block the request is the child's own: it is decided at the conversation's card.
+  const nested = (ctx.depth ?? 0) > 0;
+  const open = data.state === 'requested' && !ctx.readOnly && phase !== 'sent' && !nested;
   const label =
     data.state === 'approved' ? 'Limit raised for this answer' : data.state === 'denied' ? 'Ended at the limit' : 'Budget reached';
   return (
@@ -61,6 +63,7 @@ export function BudgetCard({ data, ctx }: { data: BudgetData; ctx: PartContext }
           </button>
         </div>
       )}
+      {nested && data.state === 'requested' && <p className="muted">Decided in the conversation's budget card below.</p>}
       {phase === 'sent' && data.state === 'requested' && <p className="budget-status">Decision sent…</p>}
       {phase === 'refused' && (
         <p className="budget-status error" data-testid="budget-refused">
