@@ -197,6 +197,14 @@ def test_sub_agents_three_levels_deep_survive_kill_9_at_three_points(tmp_path: P
         answer = report["messages"][-1]
         assert answer == {k: stored[k] for k in answer}, "the client ends with the stored message"
         assert answer["parts"][-1] == {"type": "text", "text": "All four are stamped.", "state": "done"}
+        raised = [p for p in answer["parts"] if p["type"] == "dynamic-tool"]
+        assert sorted((p["input"]["label"], p["state"]) for p in raised) == [
+            (label, "output-available") for label in ("alpha", "beta", "delta")
+        ], "each child's approval raised into the message once, settled"
+        assert "retries" not in stored["metadata"], "the lead's steps redid nothing"
+        alpha = get(client, f"/api/conversations/{runs['alpha']}")["messages"][-1]
+        texts = [p["text"] for p in alpha["parts"] if p["type"] == "text"]
+        assert texts == ["".join(SLOW_TEXT), "alpha stamped."], "the cut step redone whole, once"
         whole = [*first_frame, *(resumed_after(client, str(first_frame[0][0])) or [])]
         assert whole[-1] == (None, "[DONE]")
         reduced = sdk.call("sseToMessage", body=sse(whole))["final"]
