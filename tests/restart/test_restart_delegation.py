@@ -32,7 +32,7 @@ from tests.restart.process import DevProcess, Follower, journal_lines, poll, sta
 from tests.support.node_script import run_node_script
 from tests.support.sdk_oracle import SdkOracle
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]  # 20-80 s: four starts of a real server
 
 CHAT = "deep-kill"
 AGENTS = {"STEPLINE_AGENT": "tests.restart.delegation_agents:AGENTS"}
@@ -157,12 +157,15 @@ def test_sub_agents_three_levels_deep_survive_kill_9_at_three_points(tmp_path: P
     on(start(), two_approvals_wait)
     assert [line.split()[-1] for line in journal_lines(journal)] == ["alpha"]
 
+    link_decision: dict[str, Any] = {}
+
     def right_after_a_decision(client: httpx.Client) -> None:
         beta_approval = waiting_on(client, runs["beta"])
         token = printed_links(*servers[:-1])[beta_approval]  # printed by a server since killed
         decided = client.post(f"/api/approval-links/{beta_approval}", json={"approved": True, "token": token})
         assert decided.status_code == 200, decided.text
         assert decided.json()["decidedBy"] == "link"
+        link_decision.update(path=f"/api/approval-links/{beta_approval}", token=token, body=decided.content)
         killed(servers[-1])
 
     on(start(), right_after_a_decision)
@@ -171,6 +174,8 @@ def test_sub_agents_three_levels_deep_survive_kill_9_at_three_points(tmp_path: P
 
     def through_the_sdk(client: httpx.Client) -> None:
         completed(client, runs["beta"])
+        again = client.post(link_decision["path"], json={"approved": True, "token": link_decision["token"]})
+        assert (again.status_code, again.content) == (200, link_decision["body"]), "a replay: byte-identical"
         delta_approval = waiting_on(client, runs["delta"])
         # A page reloaded now holds the stored messages and reduces the replay of the active run's log
         # (it holds the resume stream while the run waits: read it up to delta's raised request).
