@@ -5,7 +5,8 @@
 //    "steps": [{"send": "text"}, {"approve": true, "reason": "ok"}, {"answer": "output"}, {"resume": true},
 //              {"webhookDuringResume": {"approved": true}}, {"dropAfterChunks": 5, "send": "text"},
 //              {"abortAfterChunks": 5, "send": "text"}, {"regenerate": true}],
-//    "body": {...} (DefaultChatTransport's `body` option: extra fields of every chat request, such as `agent`)}
+//    "body": {...} (DefaultChatTransport's `body` option: extra fields of every chat request, such as `agent`),
+//    "messages": [...] (the messages the chat holds at first: a page reloaded from the server's copy)}
 // Output (stdout): one JSON object: {messages, statuses, finishes, errors, requests, steps, ...}.
 import { readFileSync } from 'node:fs';
 import {
@@ -121,6 +122,7 @@ const automatic = {
 
 const chat = new Chat({
   id: scenario.chatId,
+  messages: scenario.messages ?? [],
   onStatus: status => log.statuses.push(status),
   transport: new DefaultChatTransport({ api: scenario.base + '/api/chat', fetch: recordingFetch, body: scenario.body }),
   sendAutomaticallyWhen: automatic,

@@ -6,8 +6,9 @@ export class MemoryChatState {
   #status = 'ready';
   error = undefined;
   messages = [];
-  constructor(onStatus = () => {}) {
+  constructor(onStatus = () => {}, messages = []) {
     this.onStatus = onStatus;
+    this.messages = messages;
   }
   get status() {
     return this.#status;
@@ -28,9 +29,10 @@ export class MemoryChatState {
   snapshot = thing => structuredClone(thing);
 }
 
-/** `new Chat({...init, onStatus})`: an AbstractChat on a MemoryChatState (`onStatus` sees each change). */
+/** `new Chat({...init, onStatus, messages})`: an AbstractChat on a MemoryChatState (`onStatus` sees each
+ * change; `messages`: what the chat holds at first, as a page reloaded from the server's copy starts). */
 export class Chat extends AbstractChat {
-  constructor({ onStatus, ...init }) {
-    super({ ...init, state: new MemoryChatState(onStatus) });
+  constructor({ onStatus, messages, ...init }) {
+    super({ ...init, state: new MemoryChatState(onStatus, messages ?? []) });
   }
 }

@@ -39,7 +39,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import secrets
 from collections.abc import AsyncGenerator, Generator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -64,6 +63,7 @@ from ..runtime.services import Services
 from ..store.event_batcher import DEFAULT_WINDOW, UNATTENDED_WINDOW
 from ..tracing.setup import telemetry_from_env
 from .backend import Engine, LocalBackend, local_backend
+from .link_key import link_key
 from .links import LocalLinkBlobStore, mount_links
 from .restart import Sweeper
 from .ui_build import default_dist
@@ -214,8 +214,9 @@ def dev_server(
             tenant_claim=config.budget.tenant_claim,
             admin_claim=config.budget.admin_claim,
             client="stepline-dev",
-            # Approval links work locally too, with a key of this process (links end with it).
-            approval_links=ApprovalLinks(secrets.token_bytes(32)),
+            # Approval links work locally too: over a data folder with the folder's key (a link
+            # outlives a restart, as its approval does), in memory with a key of this process.
+            approval_links=ApprovalLinks(link_key(data_dir)),
             notifier=unattended.notifier,
             deliveries=unattended.outbox,
             delta_window=DEFAULT_WINDOW if data_dir is None else LOCAL_DELTA_WINDOW,
