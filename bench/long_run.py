@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parents[1]
 if __name__ == "__main__" and "--shared" in sys.argv:
@@ -58,7 +58,7 @@ class Meter:
 def _size(value: Any) -> int:
     if isinstance(value, str):
         return len(value.encode("utf-8"))
-    if isinstance(value, bytes | bytearray | memoryview):
+    if isinstance(value, bytes | bytearray):
         return len(value)
     return 0
 
@@ -129,11 +129,12 @@ class _CountingClient:
                             self._meter.written += len(json.dumps(action[verb].get("Item", action[verb])))
             elif name in ("put_item", "update_item"):
                 self._meter.written += len(json.dumps(kwargs.get("Item", kwargs)))
-            result = attribute(**kwargs)
+            result = cast(dict[str, Any], attribute(**kwargs))
             if name == "get_item" and "Item" in result:
                 self._meter.read += len(json.dumps(result["Item"]))
             elif name == "query":
-                self._meter.read += sum(len(json.dumps(i)) for i in result.get("Items", []))
+                items = cast(list[Any], result.get("Items", []))
+                self._meter.read += sum(len(json.dumps(i)) for i in items)
             return result
 
         return counted
@@ -164,9 +165,9 @@ def _run(store: Any, blobs: Any, steps: int, size: int, meter: Meter) -> dict[st
     meter.mark()
     if result.status != "completed":
         raise SystemExit(f"the run ended {result.status}: {result.stream_errors}")
-    intervals = [
-        (b[0] - a[0], b[1] - a[1], b[2] - a[2]) for a, b in zip(meter.marks, meter.marks[1:], strict=False)
-    ][:steps]
+    intervals = [(b[0] - a[0], b[1] - a[1], b[2] - a[2]) for a, b in zip(meter.marks, meter.marks[1:], strict=False)][
+        :steps
+    ]
     quarter = max(1, len(intervals) // 4)
 
     def mean(rows: list[tuple[float, int, int]], index: int) -> float:
@@ -213,7 +214,7 @@ def measure(store_kind: str, steps: int, size: int) -> dict[str, Any]:
         for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
             os.environ.setdefault(name, "testing")
         with mock_aws():
-            client = boto3.client("dynamodb", region_name="us-east-1")
+            client: Any = boto3.client("dynamodb", region_name="us-east-1")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
             create_tables(client, TABLES)
             blobs = _CountingBlobs(meter)
             store = DynamoStore(

@@ -3,16 +3,22 @@
 One row per record, keyed as on DynamoDB (`unit.record_key`: partition, sort key), its body the
 record's JSON, with the few index columns the listings and sweeps need. A unit reads inside the
 transaction its store opened and stages its writes, applied together by `commit`.
+
+A long message's parts are kept in pages (`message_pages`): each page a row `page/{user}/{conversation}`,
+its key the page's digest, its body the page's JSON. A write inserts only the pages that are not
+among the ones the unit read, and a conversation's deletion deletes its pages with its messages.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
-from .errors import Conflict
+from ..protocol._json import dumps, loads_strict
+from .errors import Conflict, StoreError
+from .message_pages import PAGES_KEY, PageCache, StoredPage, decode_pages, plan_pages
 from .records import (
     ApprovalRecord,
     ArtifactRecord,
@@ -26,7 +32,7 @@ from .records import (
 )
 from .unit import Record, record_key
 
-__all__ = ["SCHEMA", "SqliteUnit", "part_key", "sort_key"]
+__all__ = ["SCHEMA", "SqliteUnit", "load_message", "part_key", "sort_key"]
 
 T = TypeVar("T")
 R = TypeVar("R", bound=BaseModel)
@@ -80,11 +86,56 @@ def _row(record: Record) -> tuple[str, str, str, str | None, str | None, int | N
     return part_key(*partition), sort_key(key), partition[0], status, ref, at, record.model_dump_json()
 
 
+def load_message(db: sqlite3.Connection, body: str, cache: PageCache) -> tuple[MessageRecord, list[StoredPage]]:
+    """A message from its row's body, its parts read from its pages (and the pages read)."""
+    data = loads_strict(body)
+    if not isinstance(data, dict) or PAGES_KEY not in data:
+        return MessageRecord.model_validate_json(body), []
+    fields = dict(cast(dict[str, Any], data))
+    user_id, conversation_id = str(fields["user_id"]), str(fields["conversation_id"])
+    partition = part_key("page", user_id, conversation_id)
+
+    def load(digest: str, _size: int) -> bytes:
+        row = db.execute("SELECT body FROM records WHERE part = ? AND sk = ?", (partition, digest)).fetchone()
+        if row is None:
+            raise StoreError(f"page {digest} of a message in conversation {conversation_id} is missing")
+        return str(row[0]).encode("utf-8")
+
+    fields["parts"], pages = decode_pages(user_id, fields.pop(PAGES_KEY), cache, load)
+    return MessageRecord.model_validate(fields), pages
+
+
+def _message_row(
+    db: sqlite3.Connection, record: MessageRecord, read: list[StoredPage], cache: PageCache
+) -> tuple[str, str, str, str | None, str | None, int | None, str]:
+    """The message's row, its new pages inserted first (an existing page is left as it is)."""
+    row = _row_keys(record)
+    plan = plan_pages(record.parts, read)
+    if plan is None:
+        return (*row, record.model_dump_json())
+    partition = part_key("page", record.user_id, record.conversation_id)
+    for page, data in plan.new:
+        db.execute(
+            "INSERT OR IGNORE INTO records VALUES (?, ?, 'page', NULL, NULL, NULL, ?)",
+            (partition, page.digest, data.decode("utf-8")),
+        )
+        cache.add(record.user_id, page)
+    fields = record.model_dump(mode="json", exclude={"parts"})
+    return (*row, dumps({**fields, "parts": [], PAGES_KEY: [page.ref() for page in plan.pages]}))
+
+
+def _row_keys(record: MessageRecord) -> tuple[str, str, str, str | None, str | None, int | None]:
+    partition, key = record_key(record)
+    return part_key(*partition), sort_key(key), partition[0], None, record.message_id, None
+
+
 class SqliteUnit:
     """Reads the committed rows through the transaction's connection; stages writes."""
 
-    def __init__(self, connection: sqlite3.Connection) -> None:
+    def __init__(self, connection: sqlite3.Connection, pages: PageCache | None = None) -> None:
         self._db = connection
+        self._cache = pages or PageCache()
+        self._read_pages: dict[tuple[str, str, int], list[StoredPage]] = {}
         self.writes: list[tuple[Record, bool]] = []
         self.deletes: list[Record] = []
 
@@ -100,7 +151,15 @@ class SqliteUnit:
         return self._get(ConversationRecord, part_key("conv", user_id), conversation_id)
 
     def message(self, user_id: str, conversation_id: str, seq: int) -> MessageRecord | None:
-        return self._get(MessageRecord, part_key("msg", user_id, conversation_id), seq)
+        row = self._db.execute(
+            "SELECT body FROM records WHERE part = ? AND sk = ?",
+            (part_key("msg", user_id, conversation_id), sort_key(seq)),
+        ).fetchone()
+        if row is None:
+            return None
+        message, pages = load_message(self._db, row[0], self._cache)
+        self._read_pages[(user_id, conversation_id, seq)] = pages
+        return message
 
     def message_id_taken(self, user_id: str, conversation_id: str, message_id: str) -> bool:
         found = self._db.execute(
@@ -154,7 +213,11 @@ class SqliteUnit:
 
     def commit(self) -> None:
         for record, new in self.writes:
-            row = _row(record)
+            if isinstance(record, MessageRecord):
+                read = self._read_pages.get((record.user_id, record.conversation_id, record.seq), [])
+                row = _message_row(self._db, record, read, self._cache)
+            else:
+                row = _row(record)
             verb = "INSERT" if new else "INSERT OR REPLACE"
             try:
                 self._db.execute(f"{verb} INTO records VALUES (?, ?, ?, ?, ?, ?, ?)", row)
