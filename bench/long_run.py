@@ -40,9 +40,10 @@ from pathlib import Path
 from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parents[1]
-if __name__ == "__main__" and "--shared" in sys.argv:
-    sys.path.insert(0, sys.argv[sys.argv.index("--shared") + 1])
-sys.path.insert(1 if "--shared" in sys.argv else 0, str(ROOT))
+if __name__ == "__main__":
+    # the stepline measured: another checkout's (--shared) or this one's, never the one installed
+    shared = sys.argv[sys.argv.index("--shared") + 1] if "--shared" in sys.argv else str(ROOT / "shared")
+    sys.path[:0] = [shared, str(ROOT)]
 
 
 @dataclass
