@@ -34,9 +34,11 @@ from .errors import StoreError
 
 __all__ = [
     "PAGES_KEY",
+    "STEP_PAGES_KEY",
     "PAGE_BYTES",
     "PageCache",
     "PagePlan",
+    "StoredDigests",
     "StoredPage",
     "copy_parts",
     "decode_pages",
@@ -48,6 +50,10 @@ PAGE_BYTES: Final = 64 * 1024
 
 PAGES_KEY: Final = "partPages"
 """The message body's key for its page references (its `parts` is then empty)."""
+
+
+STEP_PAGES_KEY: Final = "stepPages"
+"""A checkpoint state's key for the page references of its `steps` (then empty)."""
 
 
 @dataclass(frozen=True)
@@ -85,8 +91,13 @@ def _copy(value: Any) -> Any:
     return value
 
 
-def plan_pages(parts: Sequence[Mapping[str, Any]], read: Sequence[StoredPage] = ()) -> PagePlan | None:
-    """The pages for `parts`, keeping the full pages of `read` they begin with; None: keep them inline."""
+def plan_pages(
+    parts: Sequence[Mapping[str, Any]], read: Sequence[StoredPage] = (), known: frozenset[str] = frozenset()
+) -> PagePlan | None:
+    """The pages for `parts`, keeping the full pages of `read` they begin with; None: keep them inline.
+
+    `known`: digests of pages known stored (not to be written again) besides the ones in `read`.
+    """
     pages: list[StoredPage] = []
     placed = 0
     for page in read:
@@ -95,7 +106,7 @@ def plan_pages(parts: Sequence[Mapping[str, Any]], read: Sequence[StoredPage] = 
             break
         pages.append(page)
         placed += count
-    known = {page.digest for page in read}
+    known = known | {page.digest for page in read}
     new: list[tuple[StoredPage, bytes]] = []
     group: list[dict[str, Any]] = []
     chunks: list[str] = []
@@ -118,7 +129,7 @@ def plan_pages(parts: Sequence[Mapping[str, Any]], read: Sequence[StoredPage] = 
             group, chunks, size = [], [], 0
     if group:
         close()
-    if not read and (not pages or (len(pages) == 1 and pages[0].size < PAGE_BYTES)):
+    if not read and not known and (not pages or (len(pages) == 1 and pages[0].size < PAGE_BYTES)):
         return None
     return PagePlan(pages, new)
 
@@ -150,6 +161,33 @@ class PageCache:
             while self._bytes > self._max:
                 _, dropped = self._pages.popitem(last=False)
                 self._bytes -= dropped.size
+
+
+class StoredDigests:
+    """Digests of pages this process wrote or read, per user: known stored (blobs are never deleted).
+
+    Bounded: past `limit` digests it forgets them all (a page then is PUT once more, same bytes).
+    """
+
+    def __init__(self, limit: int = 200_000) -> None:
+        self._users: dict[str, set[str]] = {}
+        self._count = 0
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def add(self, user_id: str, digest: str) -> None:
+        with self._lock:
+            if self._count >= self._limit:
+                self._users.clear()
+                self._count = 0
+            found = self._users.setdefault(user_id, set())
+            if digest not in found:
+                found.add(digest)
+                self._count += 1
+
+    def known(self, user_id: str) -> frozenset[str]:
+        with self._lock:
+            return frozenset(self._users.get(user_id, ()))
 
 
 def decode_pages(

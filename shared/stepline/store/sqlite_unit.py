@@ -4,6 +4,7 @@ One row per record, keyed as on DynamoDB (`unit.record_key`: partition, sort key
 record's JSON, with the few index columns the listings and sweeps need. A unit reads inside the
 transaction its store opened and stages its writes, applied together by `commit`.
 
+A checkpoint's step records likewise (`checkpoint_pages`), rows `steppage/{user}/{run}`.
 A long message's parts are kept in pages (`message_pages`): each page a row `page/{user}/{conversation}`,
 its key the page's digest, its body the page's JSON. A write inserts only the pages that are not
 among the ones the unit read, and a conversation's deletion deletes its pages with its messages.
@@ -17,6 +18,7 @@ from typing import Any, TypeVar, cast
 from pydantic import BaseModel
 
 from ..protocol._json import dumps, loads_strict
+from .checkpoint_pages import checkpoint_json, load_checkpoint, step_page_digests
 from .errors import Conflict, StoreError
 from .message_pages import PAGES_KEY, PageCache, StoredPage, decode_pages, plan_pages
 from .records import (
@@ -203,7 +205,39 @@ class SqliteUnit:
         return self._get(ArtifactRecord, part_key("artifact", user_id), artifact_id)
 
     def checkpoint(self, user_id: str, run_id: str, seq: int) -> CheckpointRecord | None:
-        return self._get(CheckpointRecord, part_key("ckpt", user_id, run_id), seq)
+        body = self._body(part_key("ckpt", user_id, run_id), seq)
+        if body is None:
+            return None
+        partition = part_key("steppage", user_id, run_id)
+        return load_checkpoint(loads_strict(body), self._cache, lambda digest, _: self._page(partition, digest))
+
+    def _body(self, part: str, sk: str | int) -> str | None:
+        row = self._db.execute("SELECT body FROM records WHERE part = ? AND sk = ?", (part, sort_key(sk))).fetchone()
+        return None if row is None else str(row[0])
+
+    def _page(self, partition: str, digest: str) -> bytes:
+        body = self._body(partition, digest)
+        if body is None:
+            raise StoreError(f"step page {digest} is missing")
+        return body.encode("utf-8")
+
+    def _checkpoint_row(
+        self, record: CheckpointRecord
+    ) -> tuple[str, str, str, str | None, str | None, int | None, str]:
+        """The checkpoint's row, its new step pages inserted first (the previous checkpoint's known stored)."""
+        partition = part_key("steppage", record.user_id, record.run_id)
+        previous = self._body(part_key("ckpt", record.user_id, record.run_id), record.seq - 1)
+        known = step_page_digests(loads_strict(previous)) if previous is not None else frozenset[str]()
+
+        def write(page: StoredPage, data: bytes) -> None:
+            self._db.execute(
+                "INSERT OR IGNORE INTO records VALUES (?, ?, 'steppage', NULL, NULL, NULL, ?)",
+                (partition, page.digest, data.decode("utf-8")),
+            )
+
+        body = checkpoint_json(record, write, known, self._cache)
+        partition_names, key = record_key(record)
+        return part_key(*partition_names), sort_key(key), partition_names[0], None, None, None, body
 
     def put(self, record: Record, *, new: bool = False) -> None:
         self.writes.append((record, new))
@@ -216,6 +250,8 @@ class SqliteUnit:
             if isinstance(record, MessageRecord):
                 read = self._read_pages.get((record.user_id, record.conversation_id, record.seq), [])
                 row = _message_row(self._db, record, read, self._cache)
+            elif isinstance(record, CheckpointRecord):
+                row = self._checkpoint_row(record)
             else:
                 row = _row(record)
             verb = "INSERT" if new else "INSERT OR REPLACE"

@@ -1,14 +1,13 @@
-"""A long message's parts in content-addressed pages: a step writes what it changed, not the message.
+"""A long message's parts and a checkpoint's step records in content-addressed pages.
 
-The class of bug: a step's writes growing with the run (the whole assistant message rewritten at
-every step end). Counted at the store's boundary — SQLite's rows as written, DynamoDB's items
-and the blobs PUT — never timed.
+The class of bug: a step's writes growing with the run (the whole assistant message and the whole
+checkpoint, a record of every step before, rewritten at every step end). Counted at the store's
+boundary — SQLite's rows as written, DynamoDB's items and the blobs PUT — never timed.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from stepline.loop.stop import is_step_count
 from stepline.store import sqlite as sqlite_module
 from stepline.store.blobs import BlobIntegrityError, MemoryBlobStore
 from stepline.store.message_pages import PAGE_BYTES, StoredPage, plan_pages
-from stepline.store.records import MessageRecord
+from stepline.store.records import CheckpointRecord, MessageRecord
 from stepline.store.sqlite import SqliteStore
 from stepline.testing.harness import Harness
 from tests.support.aws_env import use_fake_aws
@@ -73,59 +72,73 @@ def _agent(total: int) -> Agent:
     return Agent(name="long", tools=[read_tool(OUTPUT)], context=POLICY, stop_when=is_step_count(total + 5))
 
 
-def _per_step(harness: Harness, counted: Callable[[], int], task: LongTask) -> list[int]:
-    marks: list[int] = []
-    task.before_answer = lambda kind, _count: marks.append(counted()) if kind == "step" else None
+Counters = dict[str, int]
+
+
+def _per_step(harness: Harness, counters: Counters, task: LongTask) -> dict[str, list[int]]:
+    """Bytes written between one model call and the next, per counter (what a step wrote)."""
+    marks: list[Counters] = []
+    task.before_answer = lambda kind, _count: marks.append(dict(counters)) if kind == "step" else None
     result = harness.turn(f"Read all {task.total} parts.")
     assert result.status == "completed", result.stream_errors
     outputs = [p["output"] for p in result.stored_message["parts"] if p.get("type") == "tool-read"]
     assert len(outputs) == task.total and all(len(o) == OUTPUT for o in outputs)  # the message keeps them whole
-    marks.append(counted())
-    return [b - a for a, b in zip(marks, marks[1:], strict=False)]
+    assert [t.input for t in result.tool_calls] == [{"part": k} for k in range(1, task.total + 1)]
+    marks.append(dict(counters))
+    return {name: [b[name] - a[name] for a, b in zip(marks, marks[1:], strict=False)] for name in counters}
 
 
-def _assert_flat(per_step: list[int]) -> None:
+def _assert_flat(per_step: dict[str, list[int]]) -> None:
     # Rewriting the message each step would write k outputs at step k (up to 800 KB here); in pages
     # a write stores the step's parts and the open page before them (under PAGE_BYTES), and a step
     # writes its message twice at most (its snapshot and its end).
     bound = 2 * (PAGE_BYTES + OUTPUT) + 16_000
     assert 4 * bound < STEPS * OUTPUT
-    assert max(per_step) <= bound, per_step
+    assert max(per_step["message"]) <= bound, per_step["message"]
+    # A checkpoint holds the last step's output whole (three times) and a record of every step before
+    # it: rewritten whole, a step's checkpoints grew past 1.5 MB by step 40 here. With the records in
+    # pages a checkpoint writes the rest of the state and its new step pages (the open one, the last
+    # two steps' records); a step writes two checkpoints at most (its end and a compaction).
+    assert max(per_step["checkpoint"]) <= 2 * (PAGE_BYTES + 4 * OUTPUT), per_step["checkpoint"]
 
 
-def test_message_bytes_a_step_writes_on_sqlite_do_not_grow_with_the_run(
+def test_the_bytes_a_step_writes_on_sqlite_do_not_grow_with_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    written = [0]
+    counters = {"message": 0, "checkpoint": 0}
+    kinds = {"msg/": "message", "page/": "message", "ckpt/": "checkpoint", "steppage/": "checkpoint"}
     execute = sqlite3.Connection.execute
 
     def counting(self: sqlite3.Connection, sql: str, parameters: Any = ()) -> Any:
-        if sql.startswith("INSERT") and len(parameters) and str(parameters[0]).startswith(("msg/", "page/")):
-            written[0] += sum(len(p) for p in parameters if isinstance(p, str))
+        if sql.startswith("INSERT") and len(parameters):
+            for prefix, name in kinds.items():
+                if str(parameters[0]).startswith(prefix):
+                    counters[name] += sum(len(p) for p in parameters if isinstance(p, str))
         return execute(self, sql, parameters)
 
     monkeypatch.setattr(sqlite_module._Connection, "execute", counting)  # pyright: ignore[reportPrivateUsage]
     store = SqliteStore(tmp_path / "stepline.db")
     task = LongTask(total=STEPS)
     harness = Harness(_agent(STEPS), model=long_task_model(task), store=store)  # pyright: ignore[reportArgumentType]
-    _assert_flat(_per_step(harness, lambda: written[0], task))
+    _assert_flat(_per_step(harness, counters, task))
     store.close()
 
 
 class _CountingBlobs(MemoryBlobStore):
-    """Counts the bytes PUT while `counting` is set (while the store encodes a message)."""
+    """Counts the bytes PUT under `counting` (the kind of record the store is encoding), if set."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.counting = False
-        self.written = 0
+        self.counting: str | None = None
+        self.counters = {"message": 0, "checkpoint": 0}
 
     def put(self, user_id: str, data: bytes, *, media_type: str | None = None, kind: str = "blobs") -> Any:
-        self.written += len(data) if self.counting else 0
+        if self.counting is not None:
+            self.counters[self.counting] += len(data)
         return super().put(user_id, data, media_type=media_type, kind=kind)
 
 
-def test_message_bytes_a_step_writes_on_dynamodb_and_s3_do_not_grow_with_the_run(
+def test_the_bytes_a_step_writes_on_dynamodb_and_s3_do_not_grow_with_the_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from moto import mock_aws
@@ -139,19 +152,21 @@ def test_message_bytes_a_step_writes_on_dynamodb_and_s3_do_not_grow_with_the_run
         encode = store.encode
 
         def counting(record: Any, *args: Any) -> dict[str, Any]:
-            blobs.counting = isinstance(record, MessageRecord)
+            name = "message" if isinstance(record, MessageRecord) else None
+            name = "checkpoint" if isinstance(record, CheckpointRecord) else name
+            blobs.counting = name
             try:
                 item = encode(record, *args)
             finally:
-                blobs.counting = False
-            if isinstance(record, MessageRecord):
-                blobs.written += sum(len(str(value)) for value in item.values())
+                blobs.counting = None
+            if name is not None:  # the item's own attributes, as the transaction writes them
+                blobs.counters[name] += sum(len(str(value)) for value in item.values())
             return item
 
         monkeypatch.setattr(store, "encode", counting)
         task = LongTask(total=STEPS)
         harness = Harness(_agent(STEPS), model=long_task_model(task), store=store, blobs=blobs)  # pyright: ignore[reportArgumentType]
-        _assert_flat(_per_step(harness, lambda: blobs.written, task))
+        _assert_flat(_per_step(harness, blobs.counters, task))
 
 
 def _long_message(store: SqliteStore) -> MessageRecord:
