@@ -29,8 +29,11 @@ def checkpoint_json(
     cache: PageCache,
 ) -> str:
     """The checkpoint's JSON, its step records in pages once they are long (`write` called for each new page first)."""
-    steps = cast(list[dict[str, Any]], record.state.get("steps") or [])
-    plan = plan_pages(steps, known=known)
+    steps: object = record.state.get("steps")
+    listed = cast(list[object], steps) if isinstance(steps, list) else []
+    # only a non-empty list of records is paged: any other state is stored exactly as given
+    records = [cast(dict[str, Any], step) for step in listed if isinstance(step, dict)]
+    plan = plan_pages(records, known=known) if records and len(records) == len(listed) else None
     if plan is None:
         return dumps(record.model_dump(mode="json"))
     for page, data in plan.new:
