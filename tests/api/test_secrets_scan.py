@@ -113,20 +113,27 @@ def _dynamo(server: Running) -> tuple[str, str]:
 
 
 def _s3(checkpoint_items: str) -> tuple[str, str, int]:
-    """(every object but the checkpoints' blobs and offloaded outputs, those, the number of objects)."""
+    """(every object but the checkpoints' blobs and offloaded outputs, those, the number of objects).
+
+    A checkpoint's blobs: the ones its items point to by key, and its step pages, which the checkpoint
+    (its item or its blob) names by digest in `stepPages`.
+    """
     s3: Any = boto3.client("s3", region_name=REGION)  # pyright: ignore[reportUnknownMemberType]
     pointed = set(re.findall(r"users/[A-Za-z0-9_./\-]+", checkpoint_items.replace("\\", "")))
-    kept: list[str] = []
-    clear: list[str] = []
-    count = 0
+    bodies: dict[str, str] = {}
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET):
         for entry in page.get("Contents", []):
-            count += 1
-            body = s3.get_object(Bucket=BUCKET, Key=entry["Key"])["Body"].read().decode()
-            offloaded = entry["Key"].startswith(blob_key(DEFAULT_LOCAL_USER, "0" * 64, kind=OUTPUTS_KIND)[:-64])
-            in_clear = entry["Key"] in pointed or offloaded  # the checkpoint, and the outputs its prompt offloaded
-            (clear if in_clear else kept).append(f"{entry['Key']}\n{body}")
-    return "\n".join(kept), "\n".join(clear), count
+            bodies[entry["Key"]] = s3.get_object(Bucket=BUCKET, Key=entry["Key"])["Body"].read().decode()
+    checkpoint_text = checkpoint_items.replace("\\", "") + "".join(bodies.get(key, "") for key in pointed)
+    for refs in re.findall(r'"stepPages":\s*\[[^\]]*\]', checkpoint_text):
+        pointed |= {blob_key(DEFAULT_LOCAL_USER, digest) for digest in re.findall(r"[0-9a-f]{64}", refs)}
+    kept: list[str] = []
+    clear: list[str] = []
+    outputs = blob_key(DEFAULT_LOCAL_USER, "0" * 64, kind=OUTPUTS_KIND)[:-64]
+    for key, body in bodies.items():
+        in_clear = key in pointed or key.startswith(outputs)  # the checkpoint, and the outputs its prompt offloaded
+        (clear if in_clear else kept).append(f"{key}\n{body}")
+    return "\n".join(kept), "\n".join(clear), len(bodies)
 
 
 def _found(text: str) -> list[str]:

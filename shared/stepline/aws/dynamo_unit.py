@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ..store.errors import StoreError
+from ..store.message_pages import StoredPage
 from ..store.records import (
     ApprovalRecord,
     ArtifactRecord,
@@ -34,9 +35,13 @@ class DynamoTables(Protocol):
     agent_table: str
     events_table: str
 
-    def encode(self, record: Record) -> dict[str, Any]: ...
+    def encode(self, record: Record, read_pages: list[StoredPage] | None = None) -> dict[str, Any]:
+        """The item's payload attributes; a message keeps the `read_pages` it begins with."""
+        ...
 
-    def decode(self, item: dict[str, Any]) -> Any: ...
+    def decode(self, item: dict[str, Any], read_pages: list[StoredPage] | None = None) -> Any:
+        """The record of an item (a paged message's pages added to `read_pages`)."""
+        ...
 
     def query_all(self, table: str, pk: str, prefix: str, *, start: str | None = None) -> list[dict[str, Any]]:
         """Every item of a partition whose sort key starts with `prefix` (and is at least `start`)."""
@@ -53,6 +58,8 @@ class DynamoUnit:
     def __init__(self, store: DynamoTables) -> None:
         self._store = store
         self._revs: dict[tuple[str, str, str], int] = {}
+        self._pages: dict[tuple[str, str, str], list[StoredPage]] = {}
+        """The pages of each message read (what a write of it need not PUT again)."""
         self.writes: list[tuple[Record, bool]] = []
         self.extra: list[dict[str, Any]] = []
 
@@ -64,7 +71,10 @@ class DynamoUnit:
         assert sort is not None
         key = (table, item["pk"]["S"], next(iter(sort.values())))
         self._revs[key] = int(item["rev"]["N"])
-        return self._store.decode(item)
+        pages: list[StoredPage] = []
+        record = self._store.decode(item, pages)
+        self._pages[key] = pages
+        return record
 
     def get_item(self, record_keys: dict[str, dict[str, str]], table: str | None = None) -> Any:
         table = table or self._store.agent_table
@@ -156,7 +166,12 @@ class DynamoUnit:
         previous = self._revs.get(rev_key)
         if not new and previous is None:
             raise StoreError(f"internal: {type(record).__name__} written without being read")
-        item = {**record_keys, **index_attributes(record), **store.encode(record), "rev": num_attr((previous or 0) + 1)}
+        item = {
+            **record_keys,
+            **index_attributes(record),
+            **store.encode(record, self._pages.get(rev_key)),
+            "rev": num_attr((previous or 0) + 1),
+        }
         if isinstance(record, EventRecord) and record.expires_at is not None:
             item["expires_at"] = num_attr(record.expires_at // 1000)  # TTL reads epoch seconds
         if new:

@@ -22,13 +22,16 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from ..protocol._json import dumps, loads_strict
+from ..store.blobs import BlobRef
 from ..store.errors import ConcurrentUpdate, Conflict, NotFound, StoreError
+from ..store.message_pages import StoredPage
 from ..store.operations.common import DELTA_RETENTION_MS, event_records, live_run
 from ..store.ports import FinishRun, Page
 from ..store.records import (
     TERMINAL,
     ApprovalRecord,
     ArtifactRecord,
+    CheckpointRecord,
     ConversationRecord,
     EventRecord,
     MessageRecord,
@@ -45,6 +48,7 @@ from ..store.usage_counters import UsageCounters
 from .cursors import decode_cursor, encode_cursor
 from .dynamo_counters import DynamoCounters
 from .dynamo_items import KIND_OF, KINDS, num_attr, str_attr
+from .dynamo_pages import PagedRecords
 from .dynamo_slots import DynamoSlots
 from .dynamo_unit import DynamoUnit
 
@@ -86,6 +90,7 @@ class DynamoStore(TransactionalStore, UnitReads):
         self._threshold = offload_threshold
         self.delta_retention_ms = delta_retention_ms
         self._sleep = sleep
+        self._paged = PagedRecords(blobs) if blobs is not None else None
         self._tails: dict[tuple[str, str], int] = {}
         """The last seq this store appended per run: where its next append goes, unread."""
         self.counters: UsageCounters = DynamoCounters(client, table=agent_table)
@@ -93,8 +98,14 @@ class DynamoStore(TransactionalStore, UnitReads):
 
     # -- encoding ----------------------------------------------------------------------------------
 
-    def encode(self, record: Record) -> dict[str, Any]:
-        data = dumps(record.model_dump(mode="json"))
+    def encode(self, record: Record, read_pages: list[StoredPage] | None = None) -> dict[str, Any]:
+        """The item's `kind` and `data` (or `blob`); long message parts and checkpoint steps go to pages first."""
+        if isinstance(record, MessageRecord) and self._paged is not None:
+            data = self._paged.message_json(record, read_pages or [])
+        elif isinstance(record, CheckpointRecord) and self._paged is not None:
+            data = self._paged.checkpoint_json(record)
+        else:
+            data = dumps(record.model_dump(mode="json"))
         encoded: dict[str, Any] = {"kind": str_attr(KIND_OF[type(record)])}
         if self._blobs is not None and len(data.encode()) > self._threshold:
             ref = self._blobs.put(record.user_id, data.encode(), media_type="application/json")
@@ -103,14 +114,20 @@ class DynamoStore(TransactionalStore, UnitReads):
             encoded["data"] = str_attr(data)
         return encoded
 
-    def decode(self, item: dict[str, Any]) -> Any:
+    def decode(self, item: dict[str, Any], read_pages: list[StoredPage] | None = None) -> Any:
+        """The record of an item; a paged message's pages are added to `read_pages`."""
         cls = KINDS[item["kind"]["S"]]
         if "blob" in item:
-            from ..store.blobs import BlobRef
-
             raw = self._blobs.get(BlobRef.model_validate_json(item["blob"]["S"])).decode()
         else:
             raw = item["data"]["S"]
+        if cls is CheckpointRecord and self._paged is not None:
+            return self._paged.load_checkpoint(loads_strict(raw))
+        if cls is MessageRecord and self._paged is not None:
+            record, pages = self._paged.load_message(loads_strict(raw))
+            if read_pages is not None:
+                read_pages.extend(pages)
+            return record
         return cls.model_validate(loads_strict(raw))
 
     # -- plumbing ----------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from typing import Any, TypeVar, cast
 from pydantic import BaseModel
 
 from .errors import Conflict, NotFound, StoreError
+from .message_pages import PageCache
 from .operations.common import DELTA_RETENTION_MS
 from .ports import Page
 from .records import (
@@ -42,7 +43,7 @@ from .redaction import ReasoningPolicy, Redactor
 from .run_slots import RunSlots
 from .sqlite_counters import SqliteCounters
 from .sqlite_slots import SqliteSlots
-from .sqlite_unit import SCHEMA, SqliteUnit, part_key, sort_key
+from .sqlite_unit import SCHEMA, SqliteUnit, load_message, part_key, sort_key
 from .transactional import TransactionalStore
 from .unit import Unit
 from .unit_reads import UnitReads, offset_cursor
@@ -73,6 +74,7 @@ class SqliteStore(TransactionalStore, UnitReads):
         self._redactor = redactor or Redactor()
         self._reasoning: ReasoningPolicy = reasoning
         self.delta_retention_ms = delta_retention_ms
+        self._pages = PageCache()
         self._write_lock = threading.Lock()
         self._local = threading.local()
         # Weak: a thread's connection is owned by its `threading.local` slot and closed when the
@@ -140,7 +142,7 @@ class SqliteStore(TransactionalStore, UnitReads):
 
     def _do(self, operation: Callable[[SqliteUnit], T]) -> T:
         with self._transaction() as db:
-            unit = SqliteUnit(db)
+            unit = SqliteUnit(db, self._pages)
             result = operation(cast(SqliteUnit, RedactingUnit(unit, self._redactor, self._reasoning)))
             unit.commit()
             return result
@@ -148,7 +150,7 @@ class SqliteStore(TransactionalStore, UnitReads):
     def _peek(self, read: Callable[[Unit], T]) -> T:
         """`read` outside a transaction: each statement sees the latest commit."""
         with self._read():
-            return read(SqliteUnit(self._connection()))
+            return read(SqliteUnit(self._connection(), self._pages))
 
     @contextmanager
     def _read(self) -> Generator[None]:
@@ -192,7 +194,7 @@ class SqliteStore(TransactionalStore, UnitReads):
             sort_key(after_seq),
             limit + 1,
         )
-        page = [MessageRecord.model_validate_json(b) for b in bodies[:limit]]
+        page = [self._message(b) for b in bodies[:limit]]
         return Page(page, str(page[-1].seq) if len(bodies) > limit and page else None)
 
     def get_message(self, user_id: str, conversation_id: str, message_id: str) -> MessageRecord:
@@ -201,7 +203,11 @@ class SqliteStore(TransactionalStore, UnitReads):
         )
         if not bodies:
             raise NotFound(f"message {message_id} not found")
-        return MessageRecord.model_validate_json(bodies[0])
+        return self._message(bodies[0])
+
+    def _message(self, body: str) -> MessageRecord:
+        with self._read():
+            return load_message(self._connection(), body, self._pages)[0]
 
     def delete_conversation(self, user_id: str, conversation_id: str) -> None:
         with self._transaction() as db:
@@ -212,6 +218,7 @@ class SqliteStore(TransactionalStore, UnitReads):
                 raise Conflict(f"conversation {conversation_id} has an active run; abort it first")
             db.execute("DELETE FROM records WHERE part = ? AND sk = ?", (part_key("conv", user_id), conversation_id))
             db.execute("DELETE FROM records WHERE part = ?", (part_key("msg", user_id, conversation_id),))
+            db.execute("DELETE FROM records WHERE part = ?", (part_key("page", user_id, conversation_id),))
 
     # -- approvals ----------------------------------------------------------------------------------
 

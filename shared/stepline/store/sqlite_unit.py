@@ -3,16 +3,24 @@
 One row per record, keyed as on DynamoDB (`unit.record_key`: partition, sort key), its body the
 record's JSON, with the few index columns the listings and sweeps need. A unit reads inside the
 transaction its store opened and stages its writes, applied together by `commit`.
+
+A checkpoint's step records likewise (`checkpoint_pages`), rows `steppage/{user}/{run}`.
+A long message's parts are kept in pages (`message_pages`): each page a row `page/{user}/{conversation}`,
+its key the page's digest, its body the page's JSON. A write inserts only the pages that are not
+among the ones the unit read, and a conversation's deletion deletes its pages with its messages.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
-from .errors import Conflict
+from ..protocol._json import dumps, loads_strict
+from .checkpoint_pages import checkpoint_json, load_checkpoint, step_page_digests
+from .errors import Conflict, StoreError
+from .message_pages import PAGES_KEY, PageCache, StoredPage, decode_pages, plan_pages
 from .records import (
     ApprovalRecord,
     ArtifactRecord,
@@ -26,7 +34,7 @@ from .records import (
 )
 from .unit import Record, record_key
 
-__all__ = ["SCHEMA", "SqliteUnit", "part_key", "sort_key"]
+__all__ = ["SCHEMA", "SqliteUnit", "load_message", "part_key", "sort_key"]
 
 T = TypeVar("T")
 R = TypeVar("R", bound=BaseModel)
@@ -80,11 +88,56 @@ def _row(record: Record) -> tuple[str, str, str, str | None, str | None, int | N
     return part_key(*partition), sort_key(key), partition[0], status, ref, at, record.model_dump_json()
 
 
+def load_message(db: sqlite3.Connection, body: str, cache: PageCache) -> tuple[MessageRecord, list[StoredPage]]:
+    """A message from its row's body, its parts read from its pages (and the pages read)."""
+    data = loads_strict(body)
+    if not isinstance(data, dict) or PAGES_KEY not in data:
+        return MessageRecord.model_validate_json(body), []
+    fields = dict(cast(dict[str, Any], data))
+    user_id, conversation_id = str(fields["user_id"]), str(fields["conversation_id"])
+    partition = part_key("page", user_id, conversation_id)
+
+    def load(digest: str, _size: int) -> bytes:
+        row = db.execute("SELECT body FROM records WHERE part = ? AND sk = ?", (partition, digest)).fetchone()
+        if row is None:
+            raise StoreError(f"page {digest} of a message in conversation {conversation_id} is missing")
+        return str(row[0]).encode("utf-8")
+
+    fields["parts"], pages = decode_pages(user_id, fields.pop(PAGES_KEY), cache, load)
+    return MessageRecord.model_validate(fields), pages
+
+
+def _message_row(
+    db: sqlite3.Connection, record: MessageRecord, read: list[StoredPage], cache: PageCache
+) -> tuple[str, str, str, str | None, str | None, int | None, str]:
+    """The message's row, its new pages inserted first (an existing page is left as it is)."""
+    row = _row_keys(record)
+    plan = plan_pages(record.parts, read)
+    if plan is None:
+        return (*row, record.model_dump_json())
+    partition = part_key("page", record.user_id, record.conversation_id)
+    for page, data in plan.new:
+        db.execute(
+            "INSERT OR IGNORE INTO records VALUES (?, ?, 'page', NULL, NULL, NULL, ?)",
+            (partition, page.digest, data.decode("utf-8")),
+        )
+        cache.add(record.user_id, page)
+    fields = record.model_dump(mode="json", exclude={"parts"})
+    return (*row, dumps({**fields, "parts": [], PAGES_KEY: [page.ref() for page in plan.pages]}))
+
+
+def _row_keys(record: MessageRecord) -> tuple[str, str, str, str | None, str | None, int | None]:
+    partition, key = record_key(record)
+    return part_key(*partition), sort_key(key), partition[0], None, record.message_id, None
+
+
 class SqliteUnit:
     """Reads the committed rows through the transaction's connection; stages writes."""
 
-    def __init__(self, connection: sqlite3.Connection) -> None:
+    def __init__(self, connection: sqlite3.Connection, pages: PageCache | None = None) -> None:
         self._db = connection
+        self._cache = pages or PageCache()
+        self._read_pages: dict[tuple[str, str, int], list[StoredPage]] = {}
         self.writes: list[tuple[Record, bool]] = []
         self.deletes: list[Record] = []
 
@@ -100,7 +153,15 @@ class SqliteUnit:
         return self._get(ConversationRecord, part_key("conv", user_id), conversation_id)
 
     def message(self, user_id: str, conversation_id: str, seq: int) -> MessageRecord | None:
-        return self._get(MessageRecord, part_key("msg", user_id, conversation_id), seq)
+        row = self._db.execute(
+            "SELECT body FROM records WHERE part = ? AND sk = ?",
+            (part_key("msg", user_id, conversation_id), sort_key(seq)),
+        ).fetchone()
+        if row is None:
+            return None
+        message, pages = load_message(self._db, row[0], self._cache)
+        self._read_pages[(user_id, conversation_id, seq)] = pages
+        return message
 
     def message_id_taken(self, user_id: str, conversation_id: str, message_id: str) -> bool:
         found = self._db.execute(
@@ -144,7 +205,39 @@ class SqliteUnit:
         return self._get(ArtifactRecord, part_key("artifact", user_id), artifact_id)
 
     def checkpoint(self, user_id: str, run_id: str, seq: int) -> CheckpointRecord | None:
-        return self._get(CheckpointRecord, part_key("ckpt", user_id, run_id), seq)
+        body = self._body(part_key("ckpt", user_id, run_id), seq)
+        if body is None:
+            return None
+        partition = part_key("steppage", user_id, run_id)
+        return load_checkpoint(loads_strict(body), self._cache, lambda digest, _: self._page(partition, digest))
+
+    def _body(self, part: str, sk: str | int) -> str | None:
+        row = self._db.execute("SELECT body FROM records WHERE part = ? AND sk = ?", (part, sort_key(sk))).fetchone()
+        return None if row is None else str(row[0])
+
+    def _page(self, partition: str, digest: str) -> bytes:
+        body = self._body(partition, digest)
+        if body is None:
+            raise StoreError(f"step page {digest} is missing")
+        return body.encode("utf-8")
+
+    def _checkpoint_row(
+        self, record: CheckpointRecord
+    ) -> tuple[str, str, str, str | None, str | None, int | None, str]:
+        """The checkpoint's row, its new step pages inserted first (the previous checkpoint's known stored)."""
+        partition = part_key("steppage", record.user_id, record.run_id)
+        previous = self._body(part_key("ckpt", record.user_id, record.run_id), record.seq - 1)
+        known = step_page_digests(loads_strict(previous)) if previous is not None else frozenset[str]()
+
+        def write(page: StoredPage, data: bytes) -> None:
+            self._db.execute(
+                "INSERT OR IGNORE INTO records VALUES (?, ?, 'steppage', NULL, NULL, NULL, ?)",
+                (partition, page.digest, data.decode("utf-8")),
+            )
+
+        body = checkpoint_json(record, write, known, self._cache)
+        partition_names, key = record_key(record)
+        return part_key(*partition_names), sort_key(key), partition_names[0], None, None, None, body
 
     def put(self, record: Record, *, new: bool = False) -> None:
         self.writes.append((record, new))
@@ -154,7 +247,13 @@ class SqliteUnit:
 
     def commit(self) -> None:
         for record, new in self.writes:
-            row = _row(record)
+            if isinstance(record, MessageRecord):
+                read = self._read_pages.get((record.user_id, record.conversation_id, record.seq), [])
+                row = _message_row(self._db, record, read, self._cache)
+            elif isinstance(record, CheckpointRecord):
+                row = self._checkpoint_row(record)
+            else:
+                row = _row(record)
             verb = "INSERT" if new else "INSERT OR REPLACE"
             try:
                 self._db.execute(f"{verb} INTO records VALUES (?, ?, ?, ?, ?, ?, ?)", row)

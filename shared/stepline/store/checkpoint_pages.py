@@ -1,0 +1,64 @@
+"""A checkpoint's step records in content-addressed pages: each checkpoint stops rewriting the run's past.
+
+A checkpoint is the whole `LoopState`, and its `steps` keep a record of every finished step (each
+earlier step's tool outputs as previews, `stepline.context.offload`): a few KB more at every step,
+so the checkpoint written at step k held k step records. Stored in pages (`message_pages`), the
+state keeps `stepPages` and an empty `steps`; an earlier step's record no longer changes once its
+outputs are previews, so the pages holding it are the same bytes, under the same digest, in every
+later checkpoint, and a write stores only the pages whose digest is not known stored (the pages of
+the checkpoint before it, or ones this process wrote). The rest of the state (the messages the next
+request sends, the pending approvals, the usage) is stored as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+from ..protocol._json import dumps
+from .message_pages import STEP_PAGES_KEY, PageCache, StoredPage, decode_pages, plan_pages
+from .records import CheckpointRecord
+
+__all__ = ["checkpoint_json", "load_checkpoint", "step_page_digests"]
+
+
+def checkpoint_json(
+    record: CheckpointRecord,
+    write: Callable[[StoredPage, bytes], None],
+    known: frozenset[str],
+    cache: PageCache,
+) -> str:
+    """The checkpoint's JSON, its step records in pages once they are long (`write` called for each new page first)."""
+    steps: object = record.state.get("steps")
+    listed = cast(list[object], steps) if isinstance(steps, list) else []
+    # only a non-empty list of records is paged: any other state is stored exactly as given
+    records = [cast(dict[str, Any], step) for step in listed if isinstance(step, dict)]
+    plan = plan_pages(records, known=known) if records and len(records) == len(listed) else None
+    if plan is None:
+        return dumps(record.model_dump(mode="json"))
+    for page, data in plan.new:
+        write(page, data)
+    for page in plan.pages:
+        cache.add(record.user_id, page)
+    fields = record.model_dump(mode="json", exclude={"state"})
+    state = {**record.state, "steps": [], STEP_PAGES_KEY: [page.ref() for page in plan.pages]}
+    return dumps({**fields, "state": state})
+
+
+def step_page_digests(data: object) -> frozenset[str]:
+    """The digests of a stored checkpoint's step pages (none when its steps are inline)."""
+    state = cast(dict[str, Any], data).get("state") if isinstance(data, dict) else None
+    refs = cast(dict[str, Any], state).get(STEP_PAGES_KEY) if isinstance(state, dict) else None
+    if not isinstance(refs, list):
+        return frozenset()
+    return frozenset(str(cast(dict[str, Any], ref)["sha256"]) for ref in cast(list[Any], refs))
+
+
+def load_checkpoint(data: dict[str, Any], cache: PageCache, load: Callable[[str, int], bytes]) -> CheckpointRecord:
+    """The checkpoint from its stored JSON, its step records read from their pages (cache first)."""
+    state = data.get("state")
+    if not isinstance(state, dict) or STEP_PAGES_KEY not in state:
+        return CheckpointRecord.model_validate(data)
+    restored = dict(cast(dict[str, Any], state))
+    restored["steps"], _ = decode_pages(str(data["user_id"]), restored.pop(STEP_PAGES_KEY), cache, load)
+    return CheckpointRecord.model_validate({**data, "state": restored})

@@ -1,0 +1,203 @@
+"""A long message's parts and a checkpoint's step records in content-addressed pages.
+
+The class of bug: a step's writes growing with the run (the whole assistant message and the whole
+checkpoint, a record of every step before, rewritten at every step end). Counted at the store's
+boundary — SQLite's rows as written, DynamoDB's items and the blobs PUT — never timed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stepline import Agent
+from stepline.context.policy import ContextPolicy
+from stepline.loop.stop import is_step_count
+from stepline.store import sqlite as sqlite_module
+from stepline.store.blobs import BlobIntegrityError, MemoryBlobStore
+from stepline.store.message_pages import PAGE_BYTES, StoredPage, plan_pages
+from stepline.store.records import CheckpointRecord, MessageRecord
+from stepline.store.sqlite import SqliteStore
+from stepline.testing.harness import Harness
+from tests.support.aws_env import use_fake_aws
+from tests.support.long_task import LongTask, long_task_model, read_tool
+
+OUTPUT = 20_000
+STEPS = 40
+POLICY = ContextPolicy(context_window=32_000, output_reserve=2_000, keep_recent=3)
+
+
+def _parts(count: int, size: int = OUTPUT) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": f"{i}:" + "x" * size} for i in range(count)]
+
+
+def _page(parts: list[dict[str, Any]]) -> list[StoredPage]:
+    plan = plan_pages(parts)
+    assert plan is not None
+    return plan.pages
+
+
+def test_a_short_message_stays_inline_and_a_long_one_is_paged() -> None:
+    assert plan_pages(_parts(2, 100)) is None
+    plan = plan_pages(_parts(10))
+    assert plan is not None and len(plan.pages) > 1
+    assert [p for page in plan.pages for p in page.parts] == _parts(10)
+    assert all(page.size >= PAGE_BYTES for page in plan.pages[:-1])
+
+
+def test_the_full_pages_read_are_kept_and_only_the_tail_is_written_again() -> None:
+    read = _page(_parts(10))
+    plan = plan_pages([*_parts(10), *_parts(1, 5)], read)
+    assert plan is not None
+    assert plan.pages[:-1] == read[:-1]  # every full page kept as read
+    new = [page for page, _ in plan.new]
+    assert len(new) == 1 and new[0].parts[-1] == _parts(1, 5)[0]  # the open page and the new part
+
+
+def test_a_changed_part_rewrites_its_page_and_the_pages_after_it() -> None:
+    parts = _parts(10)
+    read = _page(parts)
+    changed = [*parts[:5], {"type": "text", "text": "changed"}, *parts[6:]]
+    plan = plan_pages(changed, read)
+    assert plan is not None
+    assert [p for page in plan.pages for p in page.parts] == changed
+    assert len(read[0].parts) == 4 and plan.pages[0] == read[0]  # parts 0-3: untouched, kept
+    assert [page for page, _ in plan.new] == plan.pages[1:]  # part 5's page and the ones after it
+
+
+def _agent(total: int) -> Agent:
+    return Agent(name="long", tools=[read_tool(OUTPUT)], context=POLICY, stop_when=is_step_count(total + 5))
+
+
+Counters = dict[str, int]
+
+
+def _per_step(harness: Harness, counters: Counters, task: LongTask) -> dict[str, list[int]]:
+    """Bytes written between one model call and the next, per counter (what a step wrote)."""
+    marks: list[Counters] = []
+    task.before_answer = lambda kind, _count: marks.append(dict(counters)) if kind == "step" else None
+    result = harness.turn(f"Read all {task.total} parts.")
+    assert result.status == "completed", result.stream_errors
+    outputs = [p["output"] for p in result.stored_message["parts"] if p.get("type") == "tool-read"]
+    assert len(outputs) == task.total and all(len(o) == OUTPUT for o in outputs)  # the message keeps them whole
+    assert [t.input for t in result.tool_calls] == [{"part": k} for k in range(1, task.total + 1)]
+    marks.append(dict(counters))
+    return {name: [b[name] - a[name] for a, b in zip(marks, marks[1:], strict=False)] for name in counters}
+
+
+def _assert_flat(per_step: dict[str, list[int]]) -> None:
+    # Rewriting the message each step would write k outputs at step k (up to 800 KB here); in pages
+    # a write stores the step's parts and the open page before them (under PAGE_BYTES), and a step
+    # writes its message twice at most (its snapshot and its end).
+    bound = 2 * (PAGE_BYTES + OUTPUT) + 16_000
+    assert 4 * bound < STEPS * OUTPUT
+    assert max(per_step["message"]) <= bound, per_step["message"]
+    # A checkpoint holds the last step's output whole (three times) and a record of every step before
+    # it: rewritten whole, a step's checkpoints grew past 1.5 MB by step 40 here. With the records in
+    # pages a checkpoint writes the rest of the state and its new step pages (the open one, the last
+    # two steps' records); a step writes two checkpoints at most (its end and a compaction).
+    assert max(per_step["checkpoint"]) <= 2 * (PAGE_BYTES + 4 * OUTPUT), per_step["checkpoint"]
+
+
+def test_the_bytes_a_step_writes_on_sqlite_do_not_grow_with_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counters = {"message": 0, "checkpoint": 0}
+    kinds = {"msg/": "message", "page/": "message", "ckpt/": "checkpoint", "steppage/": "checkpoint"}
+    execute = sqlite3.Connection.execute
+
+    def counting(self: sqlite3.Connection, sql: str, parameters: Any = ()) -> Any:
+        if sql.startswith("INSERT") and len(parameters):
+            for prefix, name in kinds.items():
+                if str(parameters[0]).startswith(prefix):
+                    counters[name] += sum(len(p) for p in parameters if isinstance(p, str))
+        return execute(self, sql, parameters)
+
+    monkeypatch.setattr(sqlite_module._Connection, "execute", counting)  # pyright: ignore[reportPrivateUsage]
+    store = SqliteStore(tmp_path / "stepline.db")
+    task = LongTask(total=STEPS)
+    harness = Harness(_agent(STEPS), model=long_task_model(task), store=store)  # pyright: ignore[reportArgumentType]
+    _assert_flat(_per_step(harness, counters, task))
+    store.close()
+
+
+class _CountingBlobs(MemoryBlobStore):
+    """Counts the bytes PUT under `counting` (the kind of record the store is encoding), if set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counting: str | None = None
+        self.counters = {"message": 0, "checkpoint": 0}
+
+    def put(self, user_id: str, data: bytes, *, media_type: str | None = None, kind: str = "blobs") -> Any:
+        if self.counting is not None:
+            self.counters[self.counting] += len(data)
+        return super().put(user_id, data, media_type=media_type, kind=kind)
+
+
+def test_the_bytes_a_step_writes_on_dynamodb_and_s3_do_not_grow_with_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from moto import mock_aws
+
+    from tests.support.dynamo_store import make_dynamo_store
+
+    use_fake_aws(monkeypatch)
+    with mock_aws():
+        blobs = _CountingBlobs()
+        store, _ = make_dynamo_store(blobs=blobs)
+        encode = store.encode
+
+        def counting(record: Any, *args: Any) -> dict[str, Any]:
+            name = "message" if isinstance(record, MessageRecord) else None
+            name = "checkpoint" if isinstance(record, CheckpointRecord) else name
+            blobs.counting = name
+            try:
+                item = encode(record, *args)
+            finally:
+                blobs.counting = None
+            if name is not None:  # the item's own attributes, as the transaction writes them
+                blobs.counters[name] += sum(len(str(value)) for value in item.values())
+            return item
+
+        monkeypatch.setattr(store, "encode", counting)
+        task = LongTask(total=STEPS)
+        harness = Harness(_agent(STEPS), model=long_task_model(task), store=store, blobs=blobs)  # pyright: ignore[reportArgumentType]
+        _assert_flat(_per_step(harness, blobs.counters, task))
+
+
+def _long_message(store: SqliteStore) -> MessageRecord:
+    task = LongTask(total=8)
+    harness = Harness(_agent(8), model=long_task_model(task), store=store)  # pyright: ignore[reportArgumentType]
+    result = harness.turn("Read all 8 parts.")
+    assert result.status == "completed"
+    return store.get_message(harness.user_id, result.run.conversation_id, result.run.assistant_message_id)
+
+
+def test_a_new_store_reads_the_paged_message_back_whole_and_an_altered_page_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "stepline.db"
+    first = SqliteStore(path)
+    message = _long_message(first)
+    first.close()
+    again = SqliteStore(path)  # an empty page cache: every page read from the file
+    assert again.get_message(message.user_id, message.conversation_id, message.message_id) == message
+    pages = [row for row in again.dump() if row[0].startswith("page/")]
+    assert len(pages) >= 2
+    again.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE records SET body = replace(body, 'part 3', 'part 9') WHERE part LIKE 'page/%'")
+    altered = SqliteStore(path)
+    with pytest.raises(BlobIntegrityError):
+        altered.get_message(message.user_id, message.conversation_id, message.message_id)
+    altered.close()
+
+
+def test_deleting_the_conversation_deletes_its_pages(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "stepline.db")
+    message = _long_message(store)
+    store.delete_conversation(message.user_id, message.conversation_id)
+    assert not [row for row in store.dump() if row[0].startswith("page/")]
+    store.close()
