@@ -43,7 +43,7 @@ from ..runtime.child_results import child_run_id
 from ..runtime.handlers import Handler, TransientModelError, handlers
 from ..runtime.services import Services
 from ..store.blobs import MemoryBlobStore
-from ..store.errors import ActiveRunExists, NotFound
+from ..store.errors import ActiveRunExists, ConcurrentUpdate, NotFound
 from ..store.memory import MemoryStore
 from ..store.records import TERMINAL, WAITING_RUN, ApprovalRecord, RunRecord
 from ..store.replay import chunks_of
@@ -61,7 +61,7 @@ Approve = Decision | Mapping[str, Decision] | Callable[[ApprovalRecord], "Decisi
 Answer = Mapping[str, JsonValue] | Callable[[ToolExecution], JsonValue] | None
 """The output of each question (client-side tool call), per tool name or as a function of the call."""
 
-_ASL_RETRIES = 3  # the ASL's Retry on TransientModelError: MaxAttempts 3 after the first attempt
+_ASL_RETRIES = 3  # the ASL's Retry on TransientModelError and ConcurrentUpdate: MaxAttempts 3 after the first
 
 
 class HarnessError(StepLineError, AssertionError):
@@ -202,7 +202,7 @@ class Harness:
             try:
                 result = self._handlers()["stepline-model-step"](event, LambdaContext(uuid.uuid4().hex))
             except Exception as error:
-                if isinstance(error, TransientModelError) and retries < _ASL_RETRIES:
+                if isinstance(error, TransientModelError | ConcurrentUpdate) and retries < _ASL_RETRIES:
                     retries += 1
                     continue
                 cause = dumps({"errorMessage": str(error), "errorType": type(error).__name__})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Any, cast
 
 import boto3
@@ -71,6 +72,9 @@ def test_close_stops_the_running_executions_and_waits_for_the_call_in_a_handler(
         closing.join(0.3)  # close may not return while the call is in the handler
         release.set()
         closing.join(30)
-        status = workflow.sfn.describe_execution(executionArn=started["executionArn"])["status"]
+        deadline = time.monotonic() + 30  # moto reflects the stop when its execution thread sees it
+        while (status := workflow.sfn.describe_execution(executionArn=started["executionArn"])["status"]) == "RUNNING":
+            assert time.monotonic() < deadline, "the execution was never stopped"
+            time.sleep(0.02)
     assert order == ["handler returned", "closed"]
     assert status == "ABORTED"

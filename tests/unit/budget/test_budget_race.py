@@ -65,7 +65,8 @@ def test_racing_runs_never_spend_past_the_daily_budget() -> None:
     assert spent.committed_tokens == spent.tokens  # and no reservation was left behind
     completed = [r for r in results if r.run.status == "completed"]
     paused = [r for r in results if r.run.status == "waiting_approval"]  # held back on a budget request
-    assert len(completed) + len(paused) == 12 and completed and paused
+    statuses = sorted(r.run.status for r in results)
+    assert len(completed) + len(paused) == 12 and completed and paused, statuses
     for result in paused:
         [request] = result.pending_approvals
         assert request.budget_limit == "user_day_tokens" and request.tool_name == "budget"

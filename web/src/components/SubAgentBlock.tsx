@@ -19,6 +19,7 @@ import {
 } from '../subAgents';
 import { ErrorBoundary } from './ErrorBoundary';
 import { Icon, Spinner } from './Icon';
+import { ToolError } from './ToolError';
 import { Markdown } from './Markdown';
 import type { PartContext } from './partContext';
 import { renderTraceParts } from './Parts';
@@ -121,11 +122,7 @@ export function SubAgentBlock({ tool, ctx }: { tool: ToolCall; ctx: PartContext 
           {ended && !child && tool.state === 'output-available' && <FinalOutput output={tool.output} />}
         </div>
       </details>
-      {tool.state === 'output-error' && tool.errorText && (
-        <div className="tool-error" data-testid="tool-error">
-          <Icon name="alert" /> {tool.errorText}
-        </div>
-      )}
+      <ToolError tool={tool} />
     </div>
   );
 }

@@ -6,6 +6,7 @@ import { ToolApprovalCard } from './ApprovalCard';
 import { CodeInterpreterBlock, isCodeTool } from './CodeInterpreterBlock';
 import { PreviewLink } from './FilePreview';
 import { Icon, Spinner } from './Icon';
+import { ToolError } from './ToolError';
 import type { PartContext } from './partContext';
 import { QuestionCard } from './QuestionCard';
 import { raisedOrigin } from '../subAgents';
@@ -165,11 +166,7 @@ export function ToolCallBlock({ tool, ctx }: { tool: ToolCall; ctx: PartContext 
           <ToolDetails tool={tool} />
         </div>
       </details>
-      {tool.state === 'output-error' && tool.errorText && (
-        <div className="tool-error" data-testid="tool-error">
-          <Icon name="alert" /> {tool.errorText}
-        </div>
-      )}
+      <ToolError tool={tool} />
       {artifact && (
         <PreviewLink
           className="artifact-inline"

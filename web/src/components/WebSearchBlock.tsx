@@ -2,6 +2,7 @@
 // per line, from the tool's output merged with the source-url parts that follow it, deduplicated.
 import { sourceKey, type Part, type ToolCall } from '../model';
 import { Icon, Spinner } from './Icon';
+import { ToolError } from './ToolError';
 
 type SourceUrl = Extract<Part, { type: 'source-url' }>;
 
@@ -85,11 +86,7 @@ export function WebSearchBlock({ tool, sources, status }: { tool: ToolCall; sour
           )}
         </div>
       </details>
-      {tool.state === 'output-error' && tool.errorText && (
-        <div className="tool-error" data-testid="tool-error">
-          <Icon name="alert" /> {tool.errorText}
-        </div>
-      )}
+      <ToolError tool={tool} />
     </div>
   );
 }
