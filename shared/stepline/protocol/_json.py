@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 from pydantic import JsonValue
 
-__all__ = ["JSONValue", "dumps", "loads_strict"]
+__all__ = ["JSONValue", "dumps", "json_copy", "loads_strict"]
 
 JSONValue = JsonValue
 """Any JSON value (pydantic's recursive `JsonValue`)."""
@@ -62,3 +63,12 @@ def loads_strict(text: str | bytes) -> Any:
 def dumps(value: Any) -> str:
     """Serialise like `JSON.stringify(value)`: compact separators, non-ASCII kept, no NaN."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def json_copy(value: Any) -> Any:
+    """A copy of a JSON-shaped value: new dicts and lists, the (immutable) scalars shared."""
+    if isinstance(value, Mapping):
+        return {key: json_copy(item) for key, item in cast(Mapping[Any, Any], value).items()}
+    if isinstance(value, list):
+        return [json_copy(item) for item in cast(list[Any], value)]
+    return value

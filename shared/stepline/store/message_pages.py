@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
-from ..protocol._json import dumps, loads_strict
+from ..protocol._json import dumps, json_copy, loads_strict
 from .blobs import sha256_hex, verify
 from .errors import StoreError
 
@@ -80,15 +80,7 @@ class PagePlan:
 
 def copy_parts(parts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """A JSON-shaped copy (strings shared: they are immutable), so a caller's edits never reach a cached page."""
-    return [cast(dict[str, Any], _copy(part)) for part in parts]
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {key: _copy(item) for key, item in cast(Mapping[Any, Any], value).items()}
-    if isinstance(value, list):
-        return [_copy(item) for item in cast(list[Any], value)]
-    return value
+    return [cast(dict[str, Any], json_copy(part)) for part in parts]
 
 
 def plan_pages(

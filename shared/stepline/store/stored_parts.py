@@ -10,8 +10,9 @@ the conversation back).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, cast
+from typing import Any, Final
 
+from ..protocol._json import json_copy
 from .redaction import ReasoningPolicy, Redactor
 from .redaction_stream import JsonMasker
 
@@ -32,7 +33,7 @@ def redact_parts(parts: Sequence[Mapping[str, Any]], redactor: Redactor | None =
     redactor = redactor or Redactor()
     result: list[dict[str, Any]] = []
     for part in parts:
-        copied: dict[str, Any] = _deep_copy(dict(part))
+        copied: dict[str, Any] = json_copy(dict(part))
         kind = str(part.get("type", ""))
         if kind.startswith("tool-") or kind == "dynamic-tool":
             fields: tuple[str, ...] = _TOOL_FIELDS
@@ -56,15 +57,6 @@ def redact_parts(parts: Sequence[Mapping[str, Any]], redactor: Redactor | None =
     return result
 
 
-def _deep_copy(value: Any) -> Any:
-    # JSON-shaped copy, so the returned parts share nothing with the caller's.
-    if isinstance(value, Mapping):
-        return {key: _deep_copy(item) for key, item in cast(Mapping[Any, Any], value).items()}
-    if isinstance(value, list):
-        return [_deep_copy(item) for item in cast(list[Any], value)]
-    return value
-
-
 def strip_reasoning(parts: Sequence[Mapping[str, Any]], policy: ReasoningPolicy) -> list[dict[str, Any]]:
     """Copies of `parts` under a reasoning retention policy.
 
@@ -73,7 +65,7 @@ def strip_reasoning(parts: Sequence[Mapping[str, Any]], policy: ReasoningPolicy)
     """
     if policy not in ("keep", "drop_text"):
         raise ValueError(f"unknown reasoning policy {policy!r}; expected 'keep' or 'drop_text'")
-    result: list[dict[str, Any]] = [_deep_copy(dict(part)) for part in parts]
+    result: list[dict[str, Any]] = [json_copy(dict(part)) for part in parts]
     if policy == "drop_text":
         for part in result:
             if part.get("type") == "reasoning":
