@@ -632,6 +632,16 @@ def test_stale_runs_are_found_until_they_end(backend: Backend) -> None:
     assert store.stale_runs(heartbeat_before=10_000) == []
 
 
+def test_the_sweep_returns_the_stalest_runs_first_across_many(backend: Backend) -> None:
+    store, _ = backend
+    for n in range(40):
+        start(store, conversation=f"c{n}", run=f"r{n}", now=1_000)
+        store.heartbeat(USER, f"r{n}", now=10_000 - n * 100)  # r39 is the stalest
+    assert store.stale_runs(heartbeat_before=20_000, limit=5) == [(USER, f"r{n}") for n in range(39, 34, -1)]
+    assert sorted(store.stale_runs(heartbeat_before=20_000)) == sorted((USER, f"r{n}") for n in range(40))
+    assert store.stale_runs(heartbeat_before=6_250) == [(USER, f"r{n}") for n in range(39, 37, -1)]
+
+
 # -- redaction before persistence ----------------------------------------------------------------------
 
 

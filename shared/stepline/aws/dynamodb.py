@@ -47,7 +47,7 @@ from ..store.unit_reads import UnitReads
 from ..store.usage_counters import UsageCounters
 from .cursors import decode_cursor, encode_cursor
 from .dynamo_counters import DynamoCounters
-from .dynamo_items import KIND_OF, KINDS, num_attr, str_attr
+from .dynamo_items import ACTIVE_RUN_KEYS, KIND_OF, KINDS, num_attr, str_attr
 from .dynamo_pages import PagedRecords
 from .dynamo_slots import DynamoSlots
 from .dynamo_unit import DynamoUnit
@@ -365,10 +365,12 @@ class DynamoStore(TransactionalStore, UnitReads):
     # -- system sweeps -----------------------------------------------------------------------------------
 
     def stale_runs(self, *, heartbeat_before: int, limit: int = 100) -> list[tuple[str, str]]:
-        items = self._index("GSI2", "gsi2pk", "RUNS#active", upper=f"{heartbeat_before:013d}", limit=limit).get(
-            "Items", []
-        )
-        return [(r.user_id, r.run_id) for r in self._records(items) if r.status not in TERMINAL["run"]]
+        # One query per shard, each already in heartbeat order; the oldest `limit` of them all.
+        items: list[dict[str, Any]] = []
+        for key in ACTIVE_RUN_KEYS:
+            items += self._index("GSI2", "gsi2pk", key, upper=f"{heartbeat_before:013d}", limit=limit).get("Items", [])
+        items.sort(key=lambda item: item["gsi2sk"]["S"])
+        return [(r.user_id, r.run_id) for r in self._records(items[:limit]) if r.status not in TERMINAL["run"]]
 
     def expiring_approvals(self, *, before: int, limit: int = 100) -> list[tuple[str, str]]:
         items = self._index("GSI2", "gsi2pk", "APPROVALS#requested", upper=f"{before:013d}", limit=limit).get(
