@@ -1,6 +1,6 @@
-"""The web UI's edit and branch: the Edit button on a user message starts a branch, ‹ n/m › switches
-between the versions, and the chat shows the branch the server keeps as active (also after a
-reload). The agent is `tests.support.control_agents` (a scripted model that echoes the message)."""
+"""The web UI's edit and branch: the Edit button on a user message and Regenerate on any answer start
+a branch, ‹ n/m › switches between the versions, and the chat shows the branch the server keeps as
+active (also after a reload). The agent is `tests.support.control_agents` (a scripted model that echoes the message)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from tests.browser.conftest import Stack, Ui, make_stack, make_ui
+from tests.control.test_new_message import until
+from tests.support import control_agents as agents
 
 
 @pytest.fixture(scope="module")
@@ -51,3 +53,42 @@ def test_edit_a_message_then_switch_between_its_versions(branch_ui: Ui) -> None:
     page.get_by_test_id("branch-next").click()
     expect(page.get_by_test_id("final-answer").last).to_have_text("You said: second words, edited")
     assert ui.stored()["messages"][2]["parts"][0]["text"] == "second words, edited"
+
+
+def test_regenerate_an_earlier_answer_starts_a_branch_and_is_not_offered_while_a_run_works(branch_ui: Ui) -> None:
+    """Every answer has Regenerate (the AI SDK's `regenerate({ messageId })`): regenerating the first
+    of three answers makes a branch at it; the later turns stay, one ‹ › away. While a run works no
+    answer offers it (the server would refuse it with a 409 naming the run)."""
+    ui, page = branch_ui, branch_ui.page
+    ui.open()
+    ui.send("first words")
+    expect(page.get_by_test_id("final-answer").last).to_contain_text("You said: first words", timeout=30_000)
+    ui.send("second words")
+    expect(page.get_by_test_id("final-answer").last).to_contain_text("You said: second words", timeout=30_000)
+    expect(page.get_by_test_id("regenerate")).to_have_count(2)
+    with agents.tool_held() as release:
+        ui.send("use the held tool")
+        expect(page.get_by_test_id("user-message")).to_have_count(3)
+        until(lambda: agents.STARTED["held_step"] > agents.RETURNED["held_step"], "the held tool works")
+        expect(page.get_by_test_id("regenerate")).to_have_count(0)  # the run works: none of them
+        release.set()
+        expect(page.get_by_test_id("final-answer").last).to_contain_text("The held tool is done.", timeout=30_000)
+    regenerates = page.get_by_test_id("assistant-message").get_by_test_id("regenerate")
+    expect(regenerates).to_have_count(3)
+    before = ui.stored()
+    first_answer = before["messages"][1]["id"]
+    regenerates.first.click()
+    nav = page.get_by_test_id("branch-nav")
+    expect(nav.get_by_test_id("branch-position")).to_have_text("2/2", timeout=30_000)
+    expect(page.get_by_test_id("user-message")).to_have_count(1)
+    expect(page.get_by_test_id("final-answer").last).to_have_text("You said: first words")
+    ui.screenshot("regenerate-branch")
+    stored = ui.stored()
+    assert [m["role"] for m in stored["messages"]] == ["user", "assistant"], "the later turns left the history"
+    (point,) = stored["branches"]
+    assert point["siblingIds"] == [first_answer, stored["messages"][1]["id"]] and point["activeId"] != first_answer
+    nav.get_by_test_id("branch-prev").click()
+    expect(nav.get_by_test_id("branch-position")).to_have_text("1/2")
+    expect(page.get_by_test_id("user-message")).to_have_count(3)
+    expect(page.get_by_test_id("final-answer").last).to_have_text("The held tool is done.")
+    assert [m["id"] for m in ui.stored()["messages"]] == [m["id"] for m in before["messages"]], "kept, not deleted"

@@ -1,8 +1,9 @@
 // The chat page of one conversation: loads the stored messages, then useChat over the session's
 // Chat (resume: true follows an active run: a full replay, then live), the message list, the
-// input area (which also answers the one live question), stop and regenerate. While a run works a
-// message can still be sent: queued behind the run, steering it, or interrupting it (the server's
-// `onNewMessage`); queued messages are listed, cancellable, until their run starts.
+// input area (which also answers the one live question), stop, and regenerate of any answer (the
+// old one stays on another branch). While a run works a message can still be sent: queued behind
+// the run, steering it, or interrupting it (the server's `onNewMessage`); queued messages are
+// listed, cancellable, until their run starts.
 import { useChat } from '@ai-sdk/react';
 import type { UIMessage } from 'ai';
 import { useEffect, useRef, useState, useSyncExternalStore, type KeyboardEvent } from 'react';
@@ -258,9 +259,10 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
     await session.reload(); // the server's ids for the edit, and its branching points
   };
 
-  const onRegenerate = () => {
+  /** Regenerate this answer (the last one or any earlier one): the old one stays, on another branch. */
+  const onRegenerate = (messageId: string) => {
     session.notice = undefined;
-    void regenerate().then(() => session.reload()); // the old answer stays, on another branch
+    void regenerate({ messageId }).then(() => session.reload()); // the server's ids and branching points
   };
 
   return (
@@ -290,8 +292,8 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
                 message={message}
                 session={session}
                 context={contextFor(index)}
-                canRegenerate={index === messages.length - 1 && !busy && !working && !waiting}
-                onRegenerate={onRegenerate}
+                canRegenerate={idle}
+                onRegenerate={() => onRegenerate(message.id)}
                 idle={idle}
               />
             )}
