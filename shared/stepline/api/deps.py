@@ -45,12 +45,14 @@ def _user(request: Request) -> str:
     return identity.user_of(request)
 
 
-def _services(request: Request) -> Services:
+async def _services(request: Request) -> Services:
+    """Async: no I/O, so no hop to the API's threads (a sync dependency takes one of theirs per request)."""
     services: Services = request.app.state.services
     return services
 
 
-def _options(request: Request) -> ApiOptions:
+async def _options(request: Request) -> ApiOptions:
+    """Async, as `_services`."""
     options: ApiOptions = request.app.state.options
     return options
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from anyio import to_thread
 from fastapi import Request
 from starlette.exceptions import HTTPException
 
@@ -69,8 +70,19 @@ def check_rate(services: Services, user_id: str, tenant: str) -> RateRefusal | N
     return RateRefusal(refused.name, refused.tokens or 0, retry_after)
 
 
-def rate_limited(request: Request, user_id: User, services: ServicesDep) -> None:
-    """The routes' dependency: 429 with `Retry-After` past a request rate limit."""
+async def rate_limited(request: Request, user_id: User, services: ServicesDep) -> None:
+    """The routes' dependency: 429 with `Retry-After` past a request rate limit.
+
+    Without a rate limit set, nothing to count and no hop to the API's threads (which every
+    request shares); with one, the count runs there (a store write).
+    """
+    limits = services.limits
+    if limits is None or (limits.user_requests_per_minute is None and limits.tenant_requests_per_minute is None):
+        return
+    await to_thread.run_sync(lambda: _check(request, user_id, services))
+
+
+def _check(request: Request, user_id: str, services: Services) -> None:
     claims = request_claims(request.app.state.identity, request, user_id)
     refusal = check_rate(services, user_id, tenant_of(claims, services.tenant_claim))
     if refusal is not None:
