@@ -69,20 +69,25 @@ class Observed:
 
     @contextmanager
     def s3_hook(self) -> Generator[None]:
-        """Count the S3 requests of every client created meanwhile (boto3's default session)."""
-        import boto3
+        """Count the S3 requests of every client (botocore's API call, patched for the duration).
 
-        session: Any = boto3.DEFAULT_SESSION or boto3.Session()  # pyright: ignore[reportUnknownMemberType]
-        boto3.DEFAULT_SESSION = session
+        Not a hook on boto3's default session: `mock_aws` swaps that session for its own, so the
+        clients the backend creates would not see it (the S3 requests were counted as 0)."""
+        from botocore.client import BaseClient
 
-        def count(model: Any, **_: Any) -> None:
-            self.s3[model.name] += 1
+        original: Any = getattr(BaseClient, "_make_api_call")  # noqa: B009 - botocore's one entry for every call
+        counts = self.s3
 
-        session.events.register("before-call.s3.*", count)
+        def counted(client: Any, operation: str, params: Any) -> Any:
+            if client.meta.service_model.service_name == "s3":
+                counts[operation] += 1
+            return original(client, operation, params)
+
+        setattr(BaseClient, "_make_api_call", counted)  # noqa: B010 - the bench's meter on every client
         try:
             yield
         finally:
-            session.events.unregister("before-call.s3.*", count)
+            setattr(BaseClient, "_make_api_call", original)  # noqa: B010
 
     def request(self, client: httpx.Client, function: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
         """One HTTP request through API Gateway to `function`, billed for as long as it took."""

@@ -52,12 +52,22 @@ from .dynamo_pages import PagedRecords
 from .dynamo_slots import DynamoSlots
 from .dynamo_unit import DynamoUnit
 
-__all__ = ["DynamoStore"]
+__all__ = ["CHECKPOINT_OFFLOAD_BYTES", "DynamoStore"]
 
 T = TypeVar("T")
 MAX_ATTEMPTS = 40
 TAILS = 10_000
 """How many runs' last written seq a store remembers (its appends' next seq without a read)."""
+
+
+CHECKPOINT_OFFLOAD_BYTES = 8 * 1024
+"""A checkpoint's JSON above this goes to a blob, its item keeping the pointer: cheaper from ~6 KB.
+
+A checkpoint is written in the step-end transaction, 2 write units per started KB ($0.625 per
+million units, us-east-1 on-demand); a blob costs one HEAD and, for new bytes, one PUT ($0.0004 and
+$0.005 per 1,000) plus the pointer's 2 units. A checkpoint holds the conversation's model messages,
+so it grows every step (17 KB at step 4 and 64 KB at step 10 of bench/cost.py's run). It is read
+only by the workers (a step's start, a fork), not by a client's stream."""
 
 
 class DynamoStore(TransactionalStore, UnitReads):
@@ -76,6 +86,7 @@ class DynamoStore(TransactionalStore, UnitReads):
         events_table: str,
         blobs: Any = None,
         offload_threshold: int = 64 * 1024,
+        checkpoint_offload_threshold: int = CHECKPOINT_OFFLOAD_BYTES,
         delta_retention_ms: int = DELTA_RETENTION_MS,
         sleep: Callable[[float], None] = time.sleep,
         redactor: Redactor | None = None,
@@ -88,6 +99,7 @@ class DynamoStore(TransactionalStore, UnitReads):
         self.events_table = events_table
         self._blobs = blobs
         self._threshold = offload_threshold
+        self._checkpoint_threshold = checkpoint_offload_threshold
         self.delta_retention_ms = delta_retention_ms
         self._sleep = sleep
         self._paged = PagedRecords(blobs) if blobs is not None else None
@@ -107,7 +119,8 @@ class DynamoStore(TransactionalStore, UnitReads):
         else:
             data = dumps(record.model_dump(mode="json"))
         encoded: dict[str, Any] = {"kind": str_attr(KIND_OF[type(record)])}
-        if self._blobs is not None and len(data.encode()) > self._threshold:
+        threshold = self._checkpoint_threshold if isinstance(record, CheckpointRecord) else self._threshold
+        if self._blobs is not None and len(data.encode()) > threshold:
             ref = self._blobs.put(record.user_id, data.encode(), media_type="application/json")
             encoded["blob"] = str_attr(ref.model_dump_json(by_alias=True))
         else:
