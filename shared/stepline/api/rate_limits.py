@@ -48,7 +48,7 @@ class RateRefusal:
 def check_rate(services: Services, user_id: str, tenant: str) -> RateRefusal | None:
     """Count one request; the refusal when a limit is reached (None: the request may go ahead)."""
     limits = services.limits
-    if limits is None:
+    if limits is None or not limits.rates:
         return None
     now = services.clock()
     period = _minute(now)
@@ -61,8 +61,6 @@ def check_rate(services: Services, user_id: str, tenant: str) -> RateRefusal | N
         for scope, owner, name, limit in candidates
         if limit is not None
     ]
-    if not ceilings:
-        return None
     refused = services.store.counters.reserve(ceilings, 1, 0)
     if refused is None:
         return None
@@ -76,8 +74,7 @@ async def rate_limited(request: Request, user_id: User, services: ServicesDep) -
     Without a rate limit set, nothing to count and no hop to the API's threads (which every
     request shares); with one, the count runs there (a store write).
     """
-    limits = services.limits
-    if limits is None or (limits.user_requests_per_minute is None and limits.tenant_requests_per_minute is None):
+    if services.limits is None or not services.limits.rates:
         return
     await to_thread.run_sync(lambda: _check(request, user_id, services))
 

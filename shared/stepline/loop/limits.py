@@ -89,6 +89,11 @@ class Limits(BaseModel):
         """Whether a user or tenant limit is set (the calls then reserve on the shared counters)."""
         return any(self.value(name) is not None for name in LIMIT_NAMES if not name.startswith("run_"))
 
+    @property
+    def rates(self) -> bool:
+        """Whether a request rate limit is set (each request then counts on the shared counters)."""
+        return self.user_requests_per_minute is not None or self.tenant_requests_per_minute is not None
+
     @classmethod
     def parse(cls, raw: object, *, source: str) -> Limits:
         """Limits from a `Limits`, or a mapping of its settings (snake_case or camelCase)."""
