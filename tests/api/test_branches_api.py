@@ -13,26 +13,21 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from stepline.llm.registry import DEMO_BOOK
 from stepline.protocol.chunks import StartChunk
 from stepline.protocol.sse import decode_ui_message_stream
-from tests.api.test_chat_api import SLOW_TEXT  # pyright: ignore[reportUnknownVariableType]
-from tests.support.server import Running, config, running, write_book
+from tests.api.test_chat_api import slow_demo_model
+from tests.support.server import Running, config, running
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    book = json.loads(DEMO_BOOK.read_text())
-    book["scripts"].insert(0, SLOW_TEXT)
-    path: Path = tmp_path_factory.mktemp("book") / "book.json"
-    spec = write_book(path, book["scripts"], book["fallback"]["steps"])
-    with running(config(spec, tokens={"tok-alice": "alice", "tok-bob": "bob"})) as live:
+    model = slow_demo_model(tmp_path_factory)
+    with running(config(model, tokens={"tok-alice": "alice", "tok-bob": "bob"})) as live:
         yield live
 
 

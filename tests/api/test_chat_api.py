@@ -40,13 +40,17 @@ SLOW_TEXT = {
 }
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+def slow_demo_model(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The model spec of the demo book with `SLOW_TEXT` first (a message with "slowly" streams slowly)."""
     book = json.loads(DEMO_BOOK.read_text())
     book["scripts"].insert(0, SLOW_TEXT)
     path: Path = tmp_path_factory.mktemp("book") / "book.json"
-    spec = write_book(path, book["scripts"], book["fallback"]["steps"])
-    with running(config(spec, STEPLINE_APPROVAL_TIMEOUT_SECONDS="3600")) as live:
+    return write_book(path, book["scripts"], book["fallback"]["steps"])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    with running(config(slow_demo_model(tmp_path_factory), STEPLINE_APPROVAL_TIMEOUT_SECONDS="3600")) as live:
         yield live
 
 

@@ -7,13 +7,10 @@ collected here again with a server on the `moto` engine.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from stepline.llm.registry import DEMO_BOOK
 from tests.api.test_branches_api import (
     test_a_regeneration_of_an_earlier_answer_branches_after_its_question,
     test_an_edit_of_an_earlier_message_branches_and_the_old_turns_leave_the_model_context,
@@ -21,8 +18,8 @@ from tests.api.test_branches_api import (
     test_bad_edits_are_refused_naming_the_field_and_write_nothing,
     test_switching_branches_restores_the_old_one_whole_and_back,
 )
-from tests.api.test_chat_api import SLOW_TEXT  # pyright: ignore[reportUnknownVariableType]
-from tests.support.server import Running, config, running, write_book
+from tests.api.test_chat_api import slow_demo_model
+from tests.support.server import Running, config, running
 
 __all__ = [
     "test_a_regeneration_of_an_earlier_answer_branches_after_its_question",
@@ -37,9 +34,6 @@ pytestmark = pytest.mark.timeout(180)
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    book = json.loads(DEMO_BOOK.read_text())
-    book["scripts"].insert(0, SLOW_TEXT)
-    path: Path = tmp_path_factory.mktemp("book") / "book.json"
-    spec = write_book(path, book["scripts"], book["fallback"]["steps"])
-    with running(config(spec, tokens={"tok-alice": "alice", "tok-bob": "bob"}), engine="moto") as live:
+    model = slow_demo_model(tmp_path_factory)
+    with running(config(model, tokens={"tok-alice": "alice", "tok-bob": "bob"}), engine="moto") as live:
         yield live
