@@ -20,6 +20,7 @@ from .deps import ApiOptions
 from .errors import install_error_handlers
 from .identity import Identity
 from .schemas import ChatRequestBody, ErrorBody
+from .threads import FairThreads
 
 __all__ = ["create_app"]
 
@@ -37,6 +38,7 @@ def create_app(services: Services, identity: Identity, options: ApiOptions = Api
     app.state.services = services
     app.state.identity = identity
     app.state.options = options
+    app.state.threads = FairThreads()
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=options.max_body_bytes)
     install_cors(app, options.cors_origins)  # outside the limit: a 413 has the CORS headers too

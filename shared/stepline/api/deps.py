@@ -5,14 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
+from anyio import to_thread
 from fastapi import Depends, Request
 
+from ..runtime.budget_gate import tenant_of
 from ..runtime.callback_urls import UrlPolicy
 from ..runtime.hook_signatures import HookSecrets
 from ..runtime.services import Services
-from .identity import Identity
+from .identity import Identity, request_claims
+from .threads import FairThreads, RunSync
 
-__all__ = ["ApiOptions", "Options", "ServicesDep", "User"]
+__all__ = ["ApiOptions", "Options", "ServicesDep", "Threads", "User"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,8 +43,11 @@ class ApiOptions:
     """Where inbound webhooks' secrets come from (`POST /api/hooks/...`); None: hooks answer 503."""
 
 
-def _user(request: Request) -> str:
+async def _user(request: Request) -> str:
+    """Inline when the identity does no I/O; else on one of the API's threads (it may fetch keys)."""
     identity: Identity = request.app.state.identity
+    if identity.blocking:
+        return await to_thread.run_sync(lambda: identity.user_of(request))
     return identity.user_of(request)
 
 
@@ -57,7 +63,17 @@ async def _options(request: Request) -> ApiOptions:
     return options
 
 
+async def _threads(request: Request, user_id: Annotated[str, Depends(_user)]) -> RunSync:
+    """The API's threads as the caller's tenant takes them (`stepline.api.threads`)."""
+    threads: FairThreads = request.app.state.threads
+    services: Services = request.app.state.services
+    claims = request_claims(request.app.state.identity, request, user_id)
+    return threads.of(tenant_of(claims, services.tenant_claim))
+
+
 User = Annotated[str, Depends(_user)]
 """The caller's user; every route but the health check depends on it."""
 ServicesDep = Annotated[Services, Depends(_services)]
 Options = Annotated[ApiOptions, Depends(_options)]
+Threads = Annotated[RunSync, Depends(_threads)]
+"""Where a route runs its blocking work: the API's threads, taken in turn by tenants."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import uuid
 
-from anyio import to_thread
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import Field, JsonValue
@@ -20,7 +19,7 @@ from ..protocol.request import message_to_wire
 from ..runtime.fork import ForkRefused, ForkRequest, fork_run
 from ..runtime.fork_seed import Answer, Decision, ForkEdits
 from .bodies import CheckedRoute
-from .deps import ServicesDep, User
+from .deps import ServicesDep, Threads, User
 from .errors import ApiError
 from .schemas import Id, _Body  # pyright: ignore[reportPrivateUsage]
 
@@ -94,11 +93,11 @@ def _edits(body: ForkBody) -> ForkEdits:
 
 
 @router.post("/api/runs/{run_id}/fork", tags=["runs"], status_code=201)
-async def fork(run_id: Id, body: ForkBody, user_id: User, services: ServicesDep) -> JSONResponse:
+async def fork(run_id: Id, body: ForkBody, user_id: User, services: ServicesDep, threads: Threads) -> JSONResponse:
     """Fork the ended run at a step, with a changed decision or answer; 404 for another user's run."""
     request = ForkRequest(step=body.step, edits=_edits(body))
     try:
-        started = await to_thread.run_sync(lambda: fork_run(services, user_id, run_id, request))
+        started = await threads(lambda: fork_run(services, user_id, run_id, request))
     except ForkRefused as error:
         raise ApiError(error.status, str(error)) from None
     origin = (started.run.context or {}).get("fork") or {}

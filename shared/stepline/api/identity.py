@@ -44,6 +44,9 @@ DEFAULT_LOCAL_USER = "local-user"
 class Identity(Protocol):
     """Resolves the user of a request (raises HTTPException 401 when there is none)."""
 
+    blocking: bool
+    """Whether `user_of` may wait on I/O (then it runs on one of the API's threads, else inline)."""
+
     def user_of(self, request: Request) -> str: ...
 
     def describe(self) -> str:
@@ -82,6 +85,8 @@ def bearer_token(request: Request, hint: str) -> str:
 
 class ApiGatewayIdentity:
     """The user is the authorizer's `sub` claim (Cognito user pools or a JWT authorizer)."""
+
+    blocking = False  # read from the request's context
 
     def __init__(self, claim: str = "sub") -> None:
         self._claim = claim
@@ -152,6 +157,8 @@ def parse_dev_tokens(text: str) -> dict[str, str]:
 
 class DevTokens:
     """Local users from bearer tokens; with no tokens configured, everyone is the default user."""
+
+    blocking = False  # a lookup in memory
 
     def __init__(self, tokens: Mapping[str, str] | None = None, *, default_user: str = DEFAULT_LOCAL_USER) -> None:
         self._tokens = dict(tokens or {})

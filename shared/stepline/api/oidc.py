@@ -32,6 +32,8 @@ DEFAULT_LEEWAY_SECONDS = 30
 class JwtIdentity:
     """Users from OIDC ID tokens, verified against the issuer's JWKS; the user is the `sub` claim."""
 
+    blocking = True  # a key it has not seen is fetched from the issuer
+
     def __init__(
         self,
         issuer: str,

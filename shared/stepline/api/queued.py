@@ -11,12 +11,11 @@ import asyncio
 import time
 from typing import Final
 
-from anyio import to_thread
-
 from ..protocol._json import dumps
 from ..protocol.sse import DONE
 from ..runtime.services import Services
 from ..store.errors import NotFound
+from .threads import RunSync
 
 __all__ = ["CANCELLED", "cancelled_frames", "queued_run_started"]
 
@@ -50,6 +49,7 @@ async def queued_run_started(
     conversation_id: str,
     run_id: str,
     message_id: str,
+    threads: RunSync,
     *,
     poll_seconds: float,
     max_seconds: float,
@@ -58,7 +58,7 @@ async def queued_run_started(
     deadline = time.monotonic() + max_seconds
     interval = min(poll_seconds, 0.1)
     while time.monotonic() < deadline:
-        state = await to_thread.run_sync(lambda: _state(services, user_id, conversation_id, run_id, message_id))
+        state = await threads(lambda: _state(services, user_id, conversation_id, run_id, message_id))
         if state != "waiting":
             return state == "started"
         await asyncio.sleep(interval)

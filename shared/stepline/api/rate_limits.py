@@ -13,14 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from anyio import to_thread
 from fastapi import Request
 from starlette.exceptions import HTTPException
 
 from ..runtime.budget_gate import tenant_of
 from ..runtime.services import Services
 from ..store.usage_counters import Ceiling, CounterKey, Scope
-from .deps import ServicesDep, User
+from .deps import ServicesDep, Threads, User
 from .identity import request_claims
 
 __all__ = ["RateRefusal", "check_rate", "rate_limited"]
@@ -68,7 +67,7 @@ def check_rate(services: Services, user_id: str, tenant: str) -> RateRefusal | N
     return RateRefusal(refused.name, refused.tokens or 0, retry_after)
 
 
-async def rate_limited(request: Request, user_id: User, services: ServicesDep) -> None:
+async def rate_limited(request: Request, user_id: User, services: ServicesDep, threads: Threads) -> None:
     """The routes' dependency: 429 with `Retry-After` past a request rate limit.
 
     Without a rate limit set, nothing to count and no hop to the API's threads (which every
@@ -76,7 +75,7 @@ async def rate_limited(request: Request, user_id: User, services: ServicesDep) -
     """
     if services.limits is None or not services.limits.rates:
         return
-    await to_thread.run_sync(lambda: _check(request, user_id, services))
+    await threads(lambda: _check(request, user_id, services))
 
 
 def _check(request: Request, user_id: str, services: Services) -> None:

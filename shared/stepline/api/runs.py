@@ -26,7 +26,7 @@ from ..runtime.services import Services
 from ..store.errors import ActiveRunExists, Conflict
 from ..store.records import TERMINAL
 from .bodies import CheckedRoute
-from .deps import Options, ServicesDep, User
+from .deps import Options, ServicesDep, Threads, User
 from .errors import ApiError
 from .identity import request_claims
 from .rate_limits import rate_limited
@@ -119,6 +119,7 @@ async def start_run(
     user_id: User,
     services: ServicesDep,
     options: Options,
+    threads: Threads,
     idempotency_key: Annotated[str | None, Header(max_length=_KEY_CHARS)] = None,
 ) -> JSONResponse:
     """Start a run without a chat client; the same `Idempotency-Key` again answers the same run."""
@@ -142,7 +143,7 @@ async def start_run(
         request=cast(JsonValue, body.model_dump(mode="json", by_alias=True)),
         claims=request_claims(request.app.state.identity, request, user_id),
     )
-    started = await to_thread.run_sync(lambda: _start(services, user_id, start))
+    started = await threads(lambda: _start(services, user_id, start))
     answer = StartedRun(run_id=started.run.run_id, conversation_id=started.run.conversation_id)
     headers = {"idempotent-replayed": "true"} if started.replayed else {}
     return JSONResponse(answer.model_dump(by_alias=True), status_code=202, headers=headers)

@@ -6,7 +6,6 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Literal
 
-from anyio import to_thread
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
@@ -18,7 +17,7 @@ from ..runtime.stream_push import coalescing_window
 from ..store.errors import NotFound
 from ..store.replay import EventPosition, parse_event_id
 from .bodies import CheckedRoute, read_json
-from .deps import ApiOptions, Options, ServicesDep, User
+from .deps import ApiOptions, Options, ServicesDep, Threads, User
 from .errors import ApiError
 from .identity import request_claims
 from .oneshot import CompletionRequest, ObjectRequest, completion_sse, completion_text, object_text
@@ -26,6 +25,7 @@ from .queued import cancelled_frames, queued_run_started
 from .rate_limits import rate_limited
 from .schemas import Id
 from .tail import TailOptions, follow_run
+from .threads import RunSync
 from .turns import Caller, ChatStream, latest_run_id, open_chat
 
 __all__ = ["router"]
@@ -43,7 +43,13 @@ def sse(frames: AsyncIterator[str], options: ApiOptions) -> StreamingResponse:
 
 
 def _stream_chat(
-    services: Services, options: ApiOptions, user_id: str, chat: ChatStream, *, stop_at_input: bool
+    services: Services,
+    options: ApiOptions,
+    user_id: str,
+    chat: ChatStream,
+    threads: RunSync,
+    *,
+    stop_at_input: bool,
 ) -> StreamingResponse:
     follow = TailOptions(
         poll_seconds=options.poll_seconds,
@@ -64,6 +70,7 @@ def _stream_chat(
                 chat.conversation_id,
                 chat.run_id,
                 chat.queued,
+                threads,
                 poll_seconds=options.poll_seconds,
                 max_seconds=options.stream_max_seconds,
             )
@@ -83,6 +90,7 @@ def _stream_chat(
                 after=chat.after,
                 options=follow,
                 clock=services.clock,
+                threads=threads,
                 wake=wake,
                 at_work=lambda run: children_at_work(services, run),
             )
@@ -117,12 +125,14 @@ async def _guarded(frames: AsyncIterator[str]) -> AsyncIterator[str]:
     },
     responses={200: {"content": {"text/event-stream": {}}, "description": "The run's UI Message Stream"}},
 )
-async def chat(request: Request, user_id: User, services: ServicesDep, options: Options) -> StreamingResponse:
+async def chat(
+    request: Request, user_id: User, services: ServicesDep, options: Options, threads: Threads
+) -> StreamingResponse:
     """Send a message, or continue a waiting run with approval responses or tool outputs (`useChat`)."""
     parsed = parse_chat_request(await read_json(request))
     caller = Caller(claims=request_claims(request.app.state.identity, request, user_id), body=dict(parsed.extra_body))
-    opened = await to_thread.run_sync(lambda: open_chat(services, user_id, parsed, caller))
-    return _stream_chat(services, options, user_id, opened, stop_at_input=True)
+    opened = await threads(lambda: open_chat(services, user_id, parsed, caller))
+    return _stream_chat(services, options, user_id, opened, threads, stop_at_input=True)
 
 
 @router.get(
@@ -139,6 +149,7 @@ async def resume(
     user_id: User,
     services: ServicesDep,
     options: Options,
+    threads: Threads,
     last_event_id: Annotated[str | None, Header()] = None,
     last_event_seq: Annotated[str | None, Query(alias="lastEventSeq")] = None,
 ) -> Response:
@@ -147,10 +158,11 @@ async def resume(
     after: EventPosition | None = parse_event_id(given)
     if given is not None and after is None:
         raise ApiError(400, "Last-Event-ID: use the id of an event of this stream, as sent")
-    run_id = await to_thread.run_sync(lambda: _run_to_resume(services, user_id, chat_id, after))
+    run_id = await threads(lambda: _run_to_resume(services, user_id, chat_id, after))
     if run_id is None:
         return Response(status_code=204)
-    return _stream_chat(services, options, user_id, ChatStream(run_id=run_id, after=after), stop_at_input=False)
+    resumed = ChatStream(run_id=run_id, after=after)
+    return _stream_chat(services, options, user_id, resumed, threads, stop_at_input=False)
 
 
 def _run_to_resume(services: Services, user_id: str, chat_id: str, after: EventPosition | None) -> str | None:

@@ -43,6 +43,7 @@ from ..store.event_batcher import DELTA_EVENT
 from ..store.ports import Store
 from ..store.records import TERMINAL, WAITING_RUN, EventRecord, RunRecord
 from ..store.replay import WHOLE_EVENT, EventPosition, chunks_after, event_id
+from .threads import RunSync
 
 __all__ = ["TailOptions", "follow_run", "wait_position"]
 
@@ -83,6 +84,7 @@ async def follow_run(
     after: EventPosition | None = None,
     options: TailOptions = TailOptions(),
     clock: Callable[[], int],
+    threads: RunSync | None = None,
     wake: RunSubscription | None = None,
     at_work: Callable[[RunRecord], bool] | None = None,
 ) -> AsyncIterator[str]:
@@ -96,6 +98,7 @@ async def follow_run(
     `at_work(run)` says a waiting run is not waiting for a person (its sub-agents work): the stream
     follows it on.
     """
+    run_sync: RunSync = threads or to_thread.run_sync
     position: EventPosition = after if after is not None else (0, WHOLE_EVENT)
     started = time.monotonic()
     deadline = started + options.max_seconds
@@ -118,9 +121,9 @@ async def follow_run(
 
     while time.monotonic() < deadline:
         seen = position[0] if position[1] == WHOLE_EVENT else position[0] - 1
-        run = None if notified else await to_thread.run_sync(lambda: store.get_run(user_id, run_id))
+        run = None if notified else await run_sync(lambda: store.get_run(user_id, run_id))
         if run is None or run.last_event_seq > seen:
-            events = await to_thread.run_sync(lambda s=seen: store.events_after(user_id, run_id, s, now=clock()))
+            events = await run_sync(lambda s=seen: store.events_after(user_id, run_id, s, now=clock()))
             for event in events:
                 for index, chunk in enumerate(event.chunks):
                     if _unseen(event.seq, index, position):
@@ -143,7 +146,7 @@ async def follow_run(
         now = time.monotonic()
         waiting = run.status in WAITING_RUN
         if waiting and at_work is not None:  # a wait for sub-agents at work is no wait for a person
-            waiting = not await to_thread.run_sync(lambda r=run: at_work(r))
+            waiting = not await run_sync(lambda r=run: at_work(r))
         waiting_since = (waiting_since or now) if waiting else None
         if options.stop_at_input:
             stop_waiting = sent or now - started >= options.input_grace_seconds
