@@ -19,25 +19,30 @@ from tests.restart.journal_tools import TOOLS as JOURNALED
 GATE_SECONDS = 30.0
 
 
-def _note(line: str) -> None:
+def note(line: str) -> None:
     with open(os.environ[JOURNAL_VARIABLE], "a", encoding="utf-8") as journal:
         journal.write(line + "\n")
         journal.flush()
         os.fsync(journal.fileno())
 
 
-@tool
-async def gated_step(label: str, context: RunContext) -> str:
-    """A step of work that lasts until its gate opens."""
-    await asyncio.to_thread(_note, f"{context.conversation_id} gated_step")
+async def gated(conversation: str, tool: str) -> None:
+    """Journal `conversation tool`, wait until the gate opens (at most `GATE_SECONDS`), journal `… ended`."""
+    await asyncio.to_thread(note, f"{conversation} {tool}")
     gate = Path(os.environ[JOURNAL_VARIABLE] + ".gate")
     for _ in range(int(GATE_SECONDS / 0.05)):
         if await asyncio.to_thread(gate.exists):
             break
         await asyncio.sleep(0.05)
-    await asyncio.to_thread(_note, f"{context.conversation_id} gated_step ended")
+    await asyncio.to_thread(note, f"{conversation} {tool} ended")
+
+
+@tool
+async def gated_step(label: str, context: RunContext) -> str:
+    """A step of work that lasts until its gate opens."""
+    await gated(context.conversation_id, "gated_step")
     return f"done {label}"
 
 
 TOOLS = [*JOURNALED, gated_step]
-__all__ = ["TOOLS", "TOOL_APPROVAL"]
+__all__ = ["TOOLS", "TOOL_APPROVAL", "gated", "note"]

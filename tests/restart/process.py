@@ -10,6 +10,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Generator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,6 +120,23 @@ def start_dev(
         time.sleep(0.05)
     dev.url = found.group(1)
     return dev
+
+
+@contextmanager
+def serving(
+    data_dir: Path, work: Path, *, journal: Path, model: str, extra_env: dict[str, str] | None = None
+) -> Generator[DevProcess]:
+    """`start_dev`, stopped with SIGTERM on the way out unless the test killed it already."""
+    dev = start_dev(data_dir, work, journal=journal, model=model, extra_env=extra_env)
+    try:
+        yield dev
+    finally:
+        try:
+            if dev.process.poll() is None:
+                dev.stop(signal.SIGTERM)
+        finally:
+            if dev.process.poll() is None:
+                dev.process.kill()
 
 
 @dataclass

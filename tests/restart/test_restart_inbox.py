@@ -10,22 +10,8 @@ from typing import Any
 
 import httpx
 
+from tests.restart.chat import body, conversation
 from tests.restart.process import Follower, poll, start_dev, write_book
-
-
-def message(text: str, message_id: str) -> dict[str, Any]:
-    return {"id": message_id, "role": "user", "parts": [{"type": "text", "text": text}]}
-
-
-def body(chat: str, text: str, message_id: str, policy: str | None = None) -> dict[str, Any]:
-    sent: dict[str, Any] = {"id": chat, "messages": [message(text, message_id)], "trigger": "submit-message"}
-    return sent if policy is None else {**sent, "onNewMessage": policy}
-
-
-def conversation(client: httpx.Client, chat: str) -> dict[str, Any]:
-    response = client.get(f"/api/conversations/{chat}")
-    assert response.status_code == 200, response.text
-    return response.json()
 
 
 def settled(client: httpx.Client, chat: str) -> dict[str, Any] | None:

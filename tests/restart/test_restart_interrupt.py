@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from stepline.llm.registry import DEMO_BOOK
+from tests.restart.chat import body, conversation, text_of
 from tests.restart.process import WORK_SLOWLY, DevProcess, Follower, journal_lines, poll, start_dev
 
 pytestmark = pytest.mark.timeout(180)
@@ -58,26 +59,10 @@ def write_book(path: Path) -> str:
     return f"scripted:{path}"
 
 
-def body(chat: str, text: str, message_id: str, policy: str | None = None) -> dict[str, Any]:
-    message = {"id": message_id, "role": "user", "parts": [{"type": "text", "text": text}]}
-    sent: dict[str, Any] = {"id": chat, "messages": [message], "trigger": "submit-message"}
-    return sent if policy is None else {**sent, "onNewMessage": policy}
-
-
-def conversation(client: httpx.Client, chat: str) -> dict[str, Any]:
-    response = client.get(f"/api/conversations/{chat}")
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
 def settled(client: httpx.Client, chat: str) -> dict[str, Any] | None:
     found = conversation(client, chat)
     done = found["activeRunId"] is None and not found["waiting"] and len(found["messages"]) == 4
     return found if done else None
-
-
-def text_of(message: dict[str, Any]) -> str:
-    return "".join(p.get("text", "") for p in message["parts"] if p["type"] == "text")
 
 
 def interrupt_then_kill(dev: DevProcess, chat: str, client: httpx.Client) -> list[Follower]:
