@@ -24,6 +24,10 @@ exception that ended the call. Both close the shared SDK clients before the loop
 Every request is recorded (method, path, headers, JSON body) with the Authorization header redacted;
 `auth_ok` says whether it carried the expected key. A request with no scripted reply gets a 500 and
 is listed in `unexpected`; `assert_all_consumed()` fails on leftovers.
+
+`FakeOpenAI(responder=answer)` answers each request by `answer(request)` instead (a server whose
+replies follow from what it is sent, as a model's do; it may block, in the server's thread), and
+keeps no list of the requests (`answer` journals what it needs).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import json
 import socket
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -127,9 +132,16 @@ class RecordedRequest:
 class FakeOpenAI:
     """The server. Use as a context manager; `base_url` ends in `/v1` like OpenAI's."""
 
-    def __init__(self, *, responses_api: bool = True, api_key: str = API_KEY) -> None:
+    def __init__(
+        self,
+        *,
+        responses_api: bool = True,
+        api_key: str = API_KEY,
+        responder: Callable[[RecordedRequest], Reply] | None = None,
+    ) -> None:
         self.responses_api = responses_api
         self.api_key = api_key
+        self.responder = responder
         self.requests: list[RecordedRequest] = []
         self.unexpected: list[str] = []
         self._replies: dict[str, deque[Reply]] = {}
@@ -190,13 +202,16 @@ class FakeOpenAI:
         if "authorization" in headers:
             headers["authorization"] = "Bearer [redacted]"
         request = RecordedRequest(handler.command, handler.path, headers, body, auth_ok)
-        with self._lock:
-            self.requests.append(request)
+        if self.responder is None:
+            with self._lock:
+                self.requests.append(request)
         return request
 
     def _next_reply(self, request: RecordedRequest) -> Reply:
         if request.path == RESPONSES_PATH and not self.responses_api:
             return Reply(status=404, json_body={"detail": "Not Found"})
+        if self.responder is not None:
+            return self.responder(request)
         with self._lock:
             queue = self._replies.get(request.path)
             if queue:
