@@ -52,6 +52,11 @@ def _tool_part(answer: dict[str, Any], tool: str) -> dict[str, Any]:
     return next(p for p in answer["parts"] if p["type"] == f"tool-{tool}")
 
 
+def _mark(reason: str, *tools: dict[str, Any]) -> dict[str, Any]:
+    """The `closedByEnd` metadata of an end that closed `tools`."""
+    return {"reason": reason, "toolCallIds": [t["toolCallId"] for t in tools], "dataPartIds": []}
+
+
 def _run_of(server: Running, chat: str) -> str | None:
     try:
         return server.server.backend.services.store.get_conversation(DEFAULT_LOCAL_USER, chat).active_run_id
@@ -84,14 +89,18 @@ def _assert_closed_everywhere(
     assert last[-1] in ("abort", "error") and "finish" not in last, "closed before the end, in the end's event"
     reduced = sdk.call("reduce", chunks=whole)
     assert reduced["final"]["parts"] == answer["parts"], "the log builds the stored message"
+    mark = answer["metadata"]["closedByEnd"]
+    assert reduced["final"]["metadata"]["closedByEnd"] == mark, "the SDK keeps the end's mark in the metadata"
     if latest:
         resumed = client.get(f"/api/chat/{chat}/stream", headers={"Last-Event-ID": "1"})
         assert resumed.status_code == 200, resumed.text
         rest = [c.to_wire() for c in decode_ui_message_stream(resumed.text)]
-        assert sdk.call("reduce", chunks=[*log[0], *rest])["final"]["parts"] == answer["parts"], "a resume too"
+        final = sdk.call("reduce", chunks=[*log[0], *rest])["final"]
+        assert final["parts"] == answer["parts"] and final["metadata"]["closedByEnd"] == mark, "a resume too"
     if streamed is not None:
         chunks = [c.to_wire() for c in decode_ui_message_stream(streamed)]
-        assert sdk.call("reduce", chunks=chunks)["final"]["parts"] == answer["parts"], "and the chat's stream"
+        final = sdk.call("reduce", chunks=chunks)["final"]
+        assert final["parts"] == answer["parts"] and final["metadata"]["closedByEnd"] == mark, "and the chat's stream"
 
 
 def test_stop_while_a_tool_works_in_a_thread_closes_its_part_and_drops_its_late_result(
@@ -116,6 +125,7 @@ def test_stop_while_a_tool_works_in_a_thread_closes_its_part_and_drops_its_late_
         tool = _tool_part(answer, "held_step")
         assert tool["state"] == "output-error" and tool["errorText"] == "stopped before the tool reported a result"
         assert tool["input"] == {"label": "held"}
+        assert answer["metadata"]["closedByEnd"] == _mark("stopped", tool)
         _assert_closed_everywhere(server, client, sdk, "stop-tool", answer, one["response"].text)
     (record,) = store.list_tool_calls(DEFAULT_LOCAL_USER, run_id)
     assert record.status == "error" and record.output is None, "the ledger has its end: the late result is dropped"
@@ -141,6 +151,7 @@ def test_stop_while_an_approval_waits_denies_it_with_the_reason_and_a_late_decis
     tool = _tool_part(answer, "remember")
     assert tool["state"] == "output-denied"
     assert tool["approval"] == {"id": request.approval_id, "approved": False, "reason": "stopped before a decision"}
+    assert answer["metadata"]["closedByEnd"] == _mark("stopped", tool)
     approval = store.get_approval(DEFAULT_LOCAL_USER, request.approval_id)
     assert approval.status == "expired" and approval.expired_reason == "user_cancelled"
     assert agents.RUNS["remember"] == ran
@@ -176,6 +187,7 @@ def test_an_approval_decided_while_the_stop_ends_the_run_keeps_its_decision(
     tool = _tool_part(answer, "remember")
     assert tool["state"] == "output-error" and tool["errorText"] == "stopped before the approved tool ran"
     assert tool["approval"] == {"id": request.approval_id, "approved": True}
+    assert answer["metadata"]["closedByEnd"] == _mark("stopped", tool), "approved, but never ran: closed by the end"
     approval = store.get_approval(DEFAULT_LOCAL_USER, request.approval_id)
     assert approval.status in ("processing", "approved") and approval.decision == "approved", "never expired"
     assert agents.RUNS["remember"] == ran, "the run ended before the tool ran"
@@ -192,6 +204,7 @@ def test_stop_while_a_question_waits_closes_it_as_unanswered(server: Running, sd
     assert first.status_code == 200 and stopped.json()["status"] == "aborted"
     tool = _tool_part(answer, "ask_user")
     assert tool["state"] == "output-error" and tool["errorText"] == "stopped before the question was answered"
+    assert answer["metadata"]["closedByEnd"] == _mark("stopped", tool)
     (record,) = server.server.backend.services.store.list_tool_calls(DEFAULT_LOCAL_USER, run_id)
     assert record.status == "error"
 
@@ -211,6 +224,7 @@ def test_interrupt_while_a_tool_input_streams_closes_the_cut_call(server: Runnin
     tool = _tool_part(old, "slow_step")
     assert tool["state"] == "output-error"
     assert tool["errorText"] == "interrupted by a new message before the tool reported a result"
+    assert old["metadata"]["closedByEnd"] == _mark("new_user_message", tool)
     assert agents.STARTED["slow_step"] == started, "the cut call never ran"
     assert decode_ui_message_stream(response.text)[-1].type == "finish"
 
@@ -224,3 +238,4 @@ def test_a_run_that_fails_mid_input_closes_the_cut_call(server: Running, sdk: Sd
     assert answer["status"] == "failed"
     tool = _tool_part(answer, "slow_step")
     assert tool["state"] == "output-error" and tool["errorText"] == "the run failed before the tool reported a result"
+    assert answer["metadata"]["closedByEnd"] == _mark("failed", tool)

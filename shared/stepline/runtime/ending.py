@@ -35,7 +35,7 @@ from . import working_runs
 from .announce import announce_end
 from .callbacks import fire
 from .child_results import child_runs, report_end, usage_with_children
-from .open_parts import Closing, close_open_parts, why_ended
+from .open_parts import Closing, close_open_parts, end_kind, why_ended
 from .recorder import RunRecorder
 from .services import Services
 from .stream_push import notify
@@ -81,11 +81,14 @@ def _end(
         after = written[-1].seq if written else message.snapshot_seq
         written += store.events_after(user_id, run_id, after, now=services.clock())
         recorder = RunRecorder(store, run, message, now=services.clock, replay=written)
-        closing = _closing(services, run, recorder, status, fields.get("cancel_reason"))
-        event = recorder.final_event([*closing.chunks, *chunks])
+        closing, ended, last = _closing(services, run, recorder, status, fields.get("cancel_reason")), metadata, chunks
+        if status != "completed":  # what this end closed, marked for the client (`open_parts`)
+            ended = {**metadata, "closedByEnd": closing.mark(end_kind(status, fields.get("cancel_reason")))}
+            last = [MessageMetadataChunk(message_metadata=ended), *chunks]
+        event = recorder.final_event([*closing.chunks, *last])
         end = FinishRun(
             status=status,
-            snapshot=recorder.snapshot(metadata),
+            snapshot=recorder.snapshot(ended),
             event=event,
             now=services.clock(),
             expire_approvals=tuple(closing.expire_approvals),
@@ -203,7 +206,7 @@ def fail_run(services: Services, user_id: str, run_id: str, message: str, code: 
     retries = retry_log.run_retries(services.store, user_id, run_id, now=services.clock())
     if retries:
         metadata["retries"] = [r.to_wire() for r in retries]
-    chunks = [MessageMetadataChunk(message_metadata=metadata), ErrorChunk(error_text=DEFAULT_ERROR_TEXT)]
+    chunks = [ErrorChunk(error_text=DEFAULT_ERROR_TEXT)]  # after the metadata `_end` adds
     return _end(services, user_id, run_id, chunks, "failed", metadata, error=info, finish_reason="error")
 
 
@@ -219,7 +222,7 @@ def abort_run(
     with request_span(services, "stepline.abort_run", marked if stop_execution else None, {"stepline.reason": reason}):
         now = services.clock()
         metadata: dict[str, Any] = {"completedAt": now, "abort": {"reason": reason, "at": now}}
-        chunks = [MessageMetadataChunk(message_metadata=metadata), AbortChunk(reason=reason)]
+        chunks = [AbortChunk(reason=reason)]  # after the metadata `_end` adds
         result = _end(services, user_id, run_id, chunks, "aborted", metadata, cancel_reason=reason)
         # Not ended (the step kept winning): leave the execution running; the marked step stops and
         # its FinalizeRun ends the run as aborted.

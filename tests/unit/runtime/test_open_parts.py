@@ -4,18 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from stepline.runtime.open_parts import close_open_parts, why_ended
+from stepline.runtime.open_parts import close_open_parts, end_kind, why_ended
 from stepline.store.records import ApprovalRecord
 
 
-def _approval(status: str, decision: str | None = None, reason: str | None = None) -> ApprovalRecord:
+def _approval(
+    status: str, decision: str | None = None, reason: str | None = None, *, budget: bool = False
+) -> ApprovalRecord:
     return ApprovalRecord.model_validate(
         {
             "user_id": "u",
             "approval_id": "a1",
             "run_id": "r",
             "tool_call_id": "c1",
-            "tool_name": "remember",
+            "tool_name": "budget" if budget else "remember",
+            "budget_limit": "run_tokens" if budget else None,
             "status": status,
             "decision": decision,
             "reason": reason,
@@ -104,3 +107,73 @@ def test_a_decision_made_before_the_end_is_kept() -> None:
     ]
     expired, _ = _wire(_REQUESTED, _approval("expired"))
     assert expired[0]["approved"] is False and expired[0]["reason"] == "approval expired" and expire == []
+
+
+def _marked(parts: list[dict[str, Any]], record: ApprovalRecord | None = None) -> dict[str, Any]:
+    return close_open_parts(parts, "stopped", approval_of=lambda _id: record, questions=("q1",)).mark("stopped")
+
+
+def test_the_end_marks_the_parts_it_closed_by_id_and_not_the_ones_with_an_outcome_of_their_own() -> None:
+    parts: list[dict[str, Any]] = [
+        {"type": "tool-a", "toolCallId": "c0", "state": "output-available", "input": {}, "output": 1},
+        {"type": "dynamic-tool", "toolName": "d", "toolCallId": "c1", "state": "input-streaming"},
+        {"type": "tool-ask_user", "toolCallId": "q1", "state": "input-available", "input": {}},
+        {
+            "type": "tool-x",
+            "toolCallId": "c3",
+            "state": "approval-responded",
+            "approval": {"id": "a", "approved": True},
+        },
+        {
+            "type": "tool-y",
+            "toolCallId": "c4",
+            "state": "approval-responded",
+            "approval": {"id": "b", "approved": False},
+        },
+        {"type": "tool-z", "toolCallId": "c5", "state": "input-available", "input": {}, "providerExecuted": True},
+    ]
+    assert _marked(parts) == {"reason": "stopped", "toolCallIds": ["c1", "q1", "c3"], "dataPartIds": []}
+    assert _marked(_REQUESTED, _approval("requested"))["toolCallIds"] == ["c1"], "undecided: closed by the end"
+    assert _marked(_REQUESTED, _approval("processing", "approved"))["toolCallIds"] == ["c1"], "approved, never ran"
+    assert _marked(_REQUESTED, _approval("denied", "denied", "no"))["toolCallIds"] == [], "a denial is its own"
+    assert _marked(_REQUESTED, _approval("expired"))["toolCallIds"] == [], "so is an expiry"
+
+
+def test_the_reason_kinds_a_client_reads() -> None:
+    assert end_kind("aborted", "user_cancelled") == "stopped"
+    assert end_kind("aborted", None) == "stopped"
+    assert end_kind("aborted", "new_user_message") == "new_user_message"
+    assert end_kind("aborted", "parent_wait_expired") == "expired"
+    assert end_kind("aborted", "parent_ended") == "parent_ended"
+    assert end_kind("aborted", "something_new") == "stopped"
+    assert end_kind("failed", None) == "failed"
+
+
+_BUDGET_DATA: dict[str, Any] = {"approvalId": "a1", "limit": "run_tokens", "message": "over", "state": "requested"}
+_BUDGET = [{"type": "data-budget", "id": "a1", "data": _BUDGET_DATA}]
+
+
+def test_an_undecided_budget_request_is_closed_with_the_reason_and_expires_with_the_run() -> None:
+    closing = close_open_parts(
+        _BUDGET, "interrupted by a new message", approval_of=lambda _id: _approval("requested", budget=True)
+    )
+    closed = {**_BUDGET_DATA, "state": "closed", "reason": "interrupted by a new message before a decision"}
+    assert [c.to_wire() for c in closing.chunks] == [{"type": "data-budget", "id": "a1", "data": closed}]
+    assert closing.expire_approvals == ["a1"]
+    assert closing.mark("new_user_message") == {"reason": "new_user_message", "toolCallIds": [], "dataPartIds": ["a1"]}
+    lost = close_open_parts(_BUDGET, "stopped", approval_of=lambda _id: None)  # its record lost: nothing to expire
+    assert lost.chunks[0].to_wire()["data"]["state"] == "closed" and lost.expire_approvals == []
+
+
+def test_a_budget_decision_made_before_the_end_is_kept_and_a_settled_card_left_alone() -> None:
+    def data(record: ApprovalRecord) -> tuple[Any, list[str], list[str]]:
+        closing = close_open_parts(_BUDGET, "stopped", approval_of=lambda _id: record)
+        return closing.chunks[0].to_wire()["data"], closing.expire_approvals, closing.data_ids
+
+    assert data(_approval("processing", "approved", budget=True)) == ({**_BUDGET_DATA, "state": "approved"}, [], [])
+    denied = {**_BUDGET_DATA, "state": "denied", "reason": "over plan"}
+    assert data(_approval("denied", "denied", "over plan", budget=True)) == (denied, [], [])
+    expired = {**_BUDGET_DATA, "state": "denied", "reason": "approval expired"}
+    assert data(_approval("expired", budget=True)) == (expired, [], [])
+    settled = [{"type": "data-budget", "id": "a1", "data": {**_BUDGET_DATA, "state": "approved"}}]
+    assert close_open_parts(settled, "stopped", approval_of=lambda _id: None).chunks == []
