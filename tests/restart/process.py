@@ -62,9 +62,41 @@ WORK_SLOWLY: dict[str, Any] = {
 """A completed tool step, then a text step slow enough (3 s) to be cut by a stop."""
 
 
+GATED: dict[str, Any] = {
+    "name": "gated",
+    "match": ["gated"],
+    "steps": [
+        {
+            "parts": [
+                {"type": "stream-start", "warnings": []},
+                {"type": "text-start", "id": "t0"},
+                {"type": "text-delta", "id": "t0", "delta": "Starting the gated step."},
+                {"type": "text-end", "id": "t0"},
+                {
+                    "type": "tool-call",
+                    "toolCallId": "call-gated",
+                    "toolName": "gated_step",
+                    "input": '{"label": "one"}',
+                },
+                {"type": "finish", "finishReason": {"unified": "tool-calls", "raw": "tool_use"}, "usage": {}},
+            ]
+        },
+        {
+            "parts": [
+                {"type": "text-start", "id": "t1"},
+                {"type": "text-delta", "id": "t1", "delta": "The gated step is done."},
+                {"type": "text-end", "id": "t1"},
+                {"type": "finish", "finishReason": {"unified": "stop", "raw": "stop"}, "usage": {}},
+            ]
+        },
+    ],
+}
+"""A text, then `gated_step` (`tests.restart.control_tools`: it lasts until the test opens its gate), then a text."""
+
+
 def write_book(path: Path) -> str:
     book = json.loads(DEMO_BOOK.read_text())
-    book["scripts"].insert(0, WORK_SLOWLY)
+    book["scripts"][:0] = [WORK_SLOWLY, GATED]
     path.write_text(json.dumps(book))
     return f"scripted:{path}"
 
