@@ -19,7 +19,8 @@ from typing import Any
 import httpx
 
 from stepline.llm.registry import DEMO_BOOK
-from stepline.protocol.sse import SseDecoder
+from stepline.protocol.reducer import reduce_ui_message_stream
+from stepline.protocol.sse import SseDecoder, decode_ui_message_stream
 from tests.restart.journal_tools import JOURNAL_VARIABLE
 
 REPO = Path(__file__).resolve().parents[2]
@@ -219,6 +220,22 @@ class Follower:
 
     def last_id(self) -> str:
         return next(i for i, _ in reversed(self.frames) if i is not None)
+
+
+def resume(client: httpx.Client, chat: str, cut: Follower) -> Follower:
+    """A tab that was cut by the kill follows `chat` again from the last event it saw (`Last-Event-ID`)."""
+    return Follower().follow(client, "GET", f"/api/chat/{chat}/stream", headers={"last-event-id": cut.last_id()})
+
+
+def assert_resumed_whole(cut: Follower, resumed: Follower, stored: dict[str, Any]) -> None:
+    """The cut stream and its resumption end the run, no event twice, and make the stored message."""
+    assert resumed.ended.wait(60) and resumed.error is None
+    assert resumed.frames[-1] == (None, "[DONE]")
+    ids = [i for i, _ in cut.frames + resumed.frames if i is not None]
+    assert len(ids) == len(set(ids)), "no event is sent twice across the restart"
+    stream = reduce_ui_message_stream(decode_ui_message_stream(cut.chunks_text() + resumed.chunks_text()))
+    assert stream.error is None and stream.message is not None
+    assert stream.message["parts"] == stored["parts"]
 
 
 def poll(condition: Any, what: str, timeout: float = 30) -> Any:

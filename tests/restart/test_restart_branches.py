@@ -4,8 +4,9 @@ The new branch's run is killed mid-stream (its tool step saved, its slow text st
 an edit, mid-tool too (its tool running); after the restart on the same data folder it ends once, with
 the whole answer, its tool started once across the kill (a cut one reported, not run again); the old
 branch is kept beside it and out of the active history; switching back and forth works after the
-restart, and a switch survives a kill between the switch and the next read. Checked from outside:
-HTTP, and the tool journal for side effects.
+restart, and a switch survives a kill between the switch and the next read. The tab the kill cut
+resumes with `Last-Event-ID` and its stream makes the stored message. Checked from outside: HTTP,
+and the tool journal for side effects.
 """
 
 from __future__ import annotations
@@ -22,7 +23,16 @@ import pytest
 
 from tests.api.test_branches_api import answer, post
 from tests.restart.chat import conversation, run_status, switch, text_of, user
-from tests.restart.process import DevProcess, Follower, journal_lines, poll, serving, write_book
+from tests.restart.process import (
+    DevProcess,
+    Follower,
+    assert_resumed_whole,
+    journal_lines,
+    poll,
+    resume,
+    serving,
+    write_book,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]  # two or three starts of a real server each
 
@@ -99,9 +109,10 @@ def branch_killed(
     trigger: str,
     branching: Callable[[History], tuple[History, str]],
     kill: Kill,
-) -> History:
+) -> tuple[History, Follower]:
     """Answer `texts`; send `trigger` with the messages and the `messageId` that `branching(history)` gives,
-    as `sendMessage({ text, messageId })` and `regenerate({ messageId })` do; kill -9 at `kill`."""
+    as `sendMessage({ text, messageId })` and `regenerate({ messageId })` do; kill -9 at `kill`.
+    Returns the history as the client holds it and the tab that followed the new branch until the kill."""
     with dev(tmp_path) as first, first.client(timeout=STREAMING) as client:
         history = turns(client, chat, texts)
         messages, message_id = branching(history)
@@ -110,13 +121,13 @@ def branch_killed(
         ran = journal_lines(journal).count(line)
         following = Follower().follow(client, "POST", "/api/chat", json=sent)
         kill_when(first, following, lambda: journal_lines(journal).count(line) > ran)
-    return history
+    return history, following
 
 
 @pytest.mark.parametrize("kill", [MID_STREAM, MID_TOOL], ids=["mid-stream", "mid-tool"])
 def test_an_edit_that_branches_survives_a_kill_9_and_its_switches_too(tmp_path: Path, kill: Kill) -> None:
     journal, chat = tmp_path / "tools.journal", "kill-edit"
-    history = branch_killed(
+    history, cut = branch_killed(
         tmp_path,
         chat,
         ("alpha zebra", "bravo yak", "charlie xenon"),
@@ -124,8 +135,10 @@ def test_an_edit_that_branches_survives_a_kill_9_and_its_switches_too(tmp_path: 
         lambda history: ([*history[:2], user(kill.text, "u2")], "u2"),
         kill,
     )
-    with dev(tmp_path) as second, second.client() as client:
+    with dev(tmp_path) as second, second.client(timeout=STREAMING) as client:
+        resumed = resume(client, chat, cut)
         edited = poll(lambda: settled(client, chat, 4), "the edit's run ends", timeout=90)
+        assert_resumed_whole(cut, resumed, edited["messages"][3])
         assert journal_lines(journal) == [f"{chat} {kill.tool}"], "the tool started once across the kill"
         ids = [m["id"] for m in edited["messages"]]
         assert ids[:2] == ["u1", history[1]["id"]] and ids[2] != "u2", "the edit is a new message beside u2"
@@ -152,7 +165,7 @@ def test_an_edit_that_branches_survives_a_kill_9_and_its_switches_too(tmp_path: 
 
 def test_a_regeneration_of_an_earlier_answer_survives_a_kill_9_mid_stream(tmp_path: Path) -> None:
     journal, chat = tmp_path / "tools.journal", "kill-regenerate"
-    history = branch_killed(
+    history, cut = branch_killed(
         tmp_path,
         chat,
         ("alpha zebra", "work slowly", "charlie xenon"),
@@ -160,8 +173,10 @@ def test_a_regeneration_of_an_earlier_answer_survives_a_kill_9_mid_stream(tmp_pa
         lambda history: (history[:3], history[3]["id"]),
         MID_STREAM,
     )
-    with dev(tmp_path) as second, second.client() as client:
+    with dev(tmp_path) as second, second.client(timeout=STREAMING) as client:
+        resumed = resume(client, chat, cut)
         shown = poll(lambda: settled(client, chat, 4), "the regeneration's run ends", timeout=90)
+        assert_resumed_whole(cut, resumed, shown["messages"][3])
         ids = [m["id"] for m in shown["messages"]]
         assert ids[:3] == ["u1", history[1]["id"], "u2"] and ids[3] != history[3]["id"]
         assert text_of(shown["messages"][3]) == FULL_SLOW_TEXT, "the cut step redone once, not its text twice"
