@@ -19,7 +19,8 @@ from typing import Any
 import httpx
 
 from stepline.llm.registry import DEMO_BOOK
-from stepline.protocol.sse import SseDecoder
+from stepline.protocol.reducer import reduce_ui_message_stream
+from stepline.protocol.sse import SseDecoder, decode_ui_message_stream
 from tests.restart.journal_tools import JOURNAL_VARIABLE
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,9 +63,41 @@ WORK_SLOWLY: dict[str, Any] = {
 """A completed tool step, then a text step slow enough (3 s) to be cut by a stop."""
 
 
+GATED: dict[str, Any] = {
+    "name": "gated",
+    "match": ["gated"],
+    "steps": [
+        {
+            "parts": [
+                {"type": "stream-start", "warnings": []},
+                {"type": "text-start", "id": "t0"},
+                {"type": "text-delta", "id": "t0", "delta": "Starting the gated step."},
+                {"type": "text-end", "id": "t0"},
+                {
+                    "type": "tool-call",
+                    "toolCallId": "call-gated",
+                    "toolName": "gated_step",
+                    "input": '{"label": "one"}',
+                },
+                {"type": "finish", "finishReason": {"unified": "tool-calls", "raw": "tool_use"}, "usage": {}},
+            ]
+        },
+        {
+            "parts": [
+                {"type": "text-start", "id": "t1"},
+                {"type": "text-delta", "id": "t1", "delta": "The gated step is done."},
+                {"type": "text-end", "id": "t1"},
+                {"type": "finish", "finishReason": {"unified": "stop", "raw": "stop"}, "usage": {}},
+            ]
+        },
+    ],
+}
+"""A text, then `gated_step` (`tests.restart.control_tools`: it lasts until the test opens its gate), then a text."""
+
+
 def write_book(path: Path) -> str:
     book = json.loads(DEMO_BOOK.read_text())
-    book["scripts"].insert(0, WORK_SLOWLY)
+    book["scripts"][:0] = [WORK_SLOWLY, GATED]
     path.write_text(json.dumps(book))
     return f"scripted:{path}"
 
@@ -187,6 +220,22 @@ class Follower:
 
     def last_id(self) -> str:
         return next(i for i, _ in reversed(self.frames) if i is not None)
+
+
+def resume(client: httpx.Client, chat: str, cut: Follower) -> Follower:
+    """A tab that was cut by the kill follows `chat` again from the last event it saw (`Last-Event-ID`)."""
+    return Follower().follow(client, "GET", f"/api/chat/{chat}/stream", headers={"last-event-id": cut.last_id()})
+
+
+def assert_resumed_whole(cut: Follower, resumed: Follower, stored: dict[str, Any]) -> None:
+    """The cut stream and its resumption end the run, no event twice, and make the stored message."""
+    assert resumed.ended.wait(60) and resumed.error is None
+    assert resumed.frames[-1] == (None, "[DONE]")
+    ids = [i for i, _ in cut.frames + resumed.frames if i is not None]
+    assert len(ids) == len(set(ids)), "no event is sent twice across the restart"
+    stream = reduce_ui_message_stream(decode_ui_message_stream(cut.chunks_text() + resumed.chunks_text()))
+    assert stream.error is None and stream.message is not None
+    assert stream.message["parts"] == stored["parts"]
 
 
 def poll(condition: Any, what: str, timeout: float = 30) -> Any:

@@ -14,9 +14,16 @@ from typing import Any
 import httpx
 import pytest
 
-from stepline.protocol.reducer import reduce_ui_message_stream
-from stepline.protocol.sse import decode_ui_message_stream
-from tests.restart.process import DevProcess, Follower, journal_lines, poll, start_dev, write_book
+from tests.restart.process import (
+    DevProcess,
+    Follower,
+    assert_resumed_whole,
+    journal_lines,
+    poll,
+    resume,
+    start_dev,
+    write_book,
+)
 
 
 def user_message(text: str) -> dict[str, Any]:
@@ -112,22 +119,15 @@ def test_waiting_and_working_runs_survive_a_restart(tmp_path: Path, stop: signal
     client.close()
     for cut in (follower, watcher):
         assert cut.frames and cut.frames[-1][1] != "[DONE]", "a stop never tells the client the run ended"
-    seen = follower.last_id()
 
     second = start_dev(data, tmp_path, journal=journal, model=model)
     try:
         assert "3 unfinished runs driven again" in second.banner()
         with second.client(timeout=httpx.Timeout(30, read=None)) as client:
-            resumed = Follower().follow(client, "GET", "/api/chat/cut-work/stream", headers={"last-event-id": seen})
-            assert resumed.ended.wait(60) and resumed.error is None
-            assert resumed.frames[-1] == (None, "[DONE]")
-            ids = [i for i, _ in follower.frames + resumed.frames if i is not None]
-            assert len(ids) == len(set(ids)), "no event is sent twice across the restart"
+            resumed = resume(client, "cut-work", follower)
+            assert resumed.ended.wait(60)
             wait_status(client, "cut-work", "idle")
-            stream = reduce_ui_message_stream(decode_ui_message_stream(follower.chunks_text() + resumed.chunks_text()))
-            assert stream.error is None and stream.message is not None
-            stored = conversation(client, "cut-work")["messages"][-1]
-            assert stream.message["parts"] == stored["parts"]
+            assert_resumed_whole(follower, resumed, conversation(client, "cut-work")["messages"][-1])
 
             finish_waiting_runs(second, "cut")
             # the same three runs, uninterrupted, on the same server

@@ -1,10 +1,12 @@
 """Edit-and-branch, regenerate and branch switching survive a kill -9 of `stepline dev`.
 
-The new branch's run is killed mid-stream (its tool step saved, its slow text step streaming); after
-the restart on the same data folder it ends once, with the whole answer, its tool not run again; the
-old branch is kept beside it and out of the active history; switching back and forth works after the
-restart, and a switch survives a kill between the switch and the next read. Checked from outside:
-HTTP, and the tool journal for side effects.
+The new branch's run is killed mid-stream (its tool step saved, its slow text step streaming) or, for
+an edit, mid-tool too (its tool running); after the restart on the same data folder it ends once, with
+the whole answer, its tool started once across the kill (a cut one reported, not run again); the old
+branch is kept beside it and out of the active history; switching back and forth works after the
+restart, and a switch survives a kill between the switch and the next read. The tab the kill cut
+resumes with `Last-Event-ID` and its stream makes the stored message. Checked from outside: HTTP,
+and the tool journal for side effects.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +23,16 @@ import pytest
 
 from tests.api.test_branches_api import answer, post
 from tests.restart.chat import conversation, run_status, switch, text_of, user
-from tests.restart.process import DevProcess, Follower, journal_lines, poll, serving, write_book
+from tests.restart.process import (
+    DevProcess,
+    Follower,
+    assert_resumed_whole,
+    journal_lines,
+    poll,
+    resume,
+    serving,
+    write_book,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]  # two or three starts of a real server each
 
@@ -44,9 +56,27 @@ def settled(client: httpx.Client, chat: str, length: int) -> dict[str, Any] | No
     return found if done and all(m["status"] == "completed" for m in found["messages"]) else None
 
 
-def kill_mid_stream(dev: DevProcess, follower: Follower) -> None:
-    """kill -9 once the new branch's slow text streams (its tool step is saved by then)."""
+@dataclass(frozen=True)
+class Kill:
+    """Where the new branch's run is killed: `text` (the branch's user message) makes the scripted model
+    call `tool`, then answer `answer`; the kill lands once `tool` started and some text streamed."""
+
+    text: str
+    tool: str
+    answer: str
+    tool_state: str
+
+
+MID_STREAM = Kill("work slowly", "list_files", FULL_SLOW_TEXT, "output-available")
+"""`list_files` ended and its step is saved; the slow text step streams."""
+MID_TOOL = Kill("run the gated step", "gated_step", "Starting the gated step.The gated step is done.", "output-error")
+"""`gated_step` is running (its gate never opens): cut by the kill, reported, never run again."""
+
+
+def kill_when(dev: DevProcess, follower: Follower, started: Callable[[], bool]) -> None:
+    """kill -9 once the new branch's tool `started()` and some of its text streamed."""
     try:
+        poll(started, "the new branch's tool starts")
         follower.wait_for('"text-delta"')
         dev.stop(signal.SIGKILL)
     finally:
@@ -68,38 +98,54 @@ def dev(tmp_path: Path) -> AbstractContextManager[DevProcess]:
     """`stepline dev` on the test's data folder, tool journal and script book (written by the first start)."""
     book = tmp_path / "book.json"
     model = f"scripted:{book}" if book.exists() else write_book(book)
-    return serving(tmp_path / "data", tmp_path, journal=tmp_path / "tools.journal", model=model)
+    tools = {"STEPLINE_TOOLS": "tests.restart.control_tools"}
+    return serving(tmp_path / "data", tmp_path, journal=tmp_path / "tools.journal", model=model, extra_env=tools)
 
 
-def branch_killed_mid_stream(
-    tmp_path: Path, chat: str, texts: tuple[str, ...], trigger: str, branching: Callable[[History], tuple[History, str]]
-) -> History:
+def branch_killed(
+    tmp_path: Path,
+    chat: str,
+    texts: tuple[str, ...],
+    trigger: str,
+    branching: Callable[[History], tuple[History, str]],
+    kill: Kill,
+) -> tuple[History, Follower]:
     """Answer `texts`; send `trigger` with the messages and the `messageId` that `branching(history)` gives,
-    as `sendMessage({ text, messageId })` and `regenerate({ messageId })` do; kill -9 mid-stream."""
+    as `sendMessage({ text, messageId })` and `regenerate({ messageId })` do; kill -9 at `kill`.
+    Returns the history as the client holds it and the tab that followed the new branch until the kill."""
     with dev(tmp_path) as first, first.client(timeout=STREAMING) as client:
         history = turns(client, chat, texts)
         messages, message_id = branching(history)
         sent = {"id": chat, "messages": messages, "trigger": trigger, "messageId": message_id}
-        kill_mid_stream(first, Follower().follow(client, "POST", "/api/chat", json=sent))
-    return history
+        journal, line = tmp_path / "tools.journal", f"{chat} {kill.tool}"
+        ran = journal_lines(journal).count(line)
+        following = Follower().follow(client, "POST", "/api/chat", json=sent)
+        kill_when(first, following, lambda: journal_lines(journal).count(line) > ran)
+    return history, following
 
 
-def test_an_edit_that_branches_survives_a_kill_9_mid_stream_and_its_switches_too(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kill", [MID_STREAM, MID_TOOL], ids=["mid-stream", "mid-tool"])
+def test_an_edit_that_branches_survives_a_kill_9_and_its_switches_too(tmp_path: Path, kill: Kill) -> None:
     journal, chat = tmp_path / "tools.journal", "kill-edit"
-    history = branch_killed_mid_stream(
+    history, cut = branch_killed(
         tmp_path,
         chat,
         ("alpha zebra", "bravo yak", "charlie xenon"),
         "submit-message",
-        lambda history: ([*history[:2], user("work slowly", "u2")], "u2"),
+        lambda history: ([*history[:2], user(kill.text, "u2")], "u2"),
+        kill,
     )
-    with dev(tmp_path) as second, second.client() as client:
+    with dev(tmp_path) as second, second.client(timeout=STREAMING) as client:
+        resumed = resume(client, chat, cut)
         edited = poll(lambda: settled(client, chat, 4), "the edit's run ends", timeout=90)
-        assert journal_lines(journal).count(f"{chat} list_files") == 1, "the saved tool step is not run again"
+        assert_resumed_whole(cut, resumed, edited["messages"][3])
+        assert journal_lines(journal) == [f"{chat} {kill.tool}"], "the tool started once across the kill"
         ids = [m["id"] for m in edited["messages"]]
         assert ids[:2] == ["u1", history[1]["id"]] and ids[2] != "u2", "the edit is a new message beside u2"
-        assert text_of(edited["messages"][2]) == "work slowly"
-        assert text_of(edited["messages"][3]) == FULL_SLOW_TEXT, "the cut step redone once, not its text twice"
+        assert text_of(edited["messages"][2]) == kill.text
+        assert text_of(edited["messages"][3]) == kill.answer, "the cut step redone once, not its text twice"
+        (tool,) = [p for p in edited["messages"][3]["parts"] if p["type"] == f"tool-{kill.tool}"]
+        assert tool["state"] == kill.tool_state, "the tool's part is closed, not left running"
         (point,) = edited["branches"]
         assert point == {"parentId": history[1]["id"], "siblingIds": ["u2", ids[2]], "activeId": ids[2]}
         old = switch(client, chat, "u2")
@@ -114,20 +160,23 @@ def test_an_edit_that_branches_survives_a_kill_9_mid_stream_and_its_switches_too
     with dev(tmp_path) as third, third.client() as client:
         assert conversation(client, chat) == switched, "the switch was durable before it was answered"
         assert switch(client, chat, ids[2])["messages"] == edited["messages"]
-    assert journal_lines(journal) == [f"{chat} list_files"], "no tool ran twice, none on the old branch"
+    assert journal_lines(journal) == [f"{chat} {kill.tool}"], "no tool ran twice, none on the old branch"
 
 
 def test_a_regeneration_of_an_earlier_answer_survives_a_kill_9_mid_stream(tmp_path: Path) -> None:
     journal, chat = tmp_path / "tools.journal", "kill-regenerate"
-    history = branch_killed_mid_stream(
+    history, cut = branch_killed(
         tmp_path,
         chat,
         ("alpha zebra", "work slowly", "charlie xenon"),
         "regenerate-message",
         lambda history: (history[:3], history[3]["id"]),
+        MID_STREAM,
     )
-    with dev(tmp_path) as second, second.client() as client:
+    with dev(tmp_path) as second, second.client(timeout=STREAMING) as client:
+        resumed = resume(client, chat, cut)
         shown = poll(lambda: settled(client, chat, 4), "the regeneration's run ends", timeout=90)
+        assert_resumed_whole(cut, resumed, shown["messages"][3])
         ids = [m["id"] for m in shown["messages"]]
         assert ids[:3] == ["u1", history[1]["id"], "u2"] and ids[3] != history[3]["id"]
         assert text_of(shown["messages"][3]) == FULL_SLOW_TEXT, "the cut step redone once, not its text twice"

@@ -137,9 +137,10 @@ def test_sub_agents_three_levels_deep_survive_kill_9_at_three_points(tmp_path: P
         runs.update({name: child_run_id(runs["lead"], f"c-{name}") for name in ("alpha", "beta", "gamma")})
         runs["delta"] = child_run_id(runs["gamma"], "g1")
         alpha = follow_active(client, runs["alpha"])
-        alpha.wait_for(f'"{SLOW_TEXT[3]}"')  # alpha's slow first step is streaming
+        # alpha's slow first step is streaming (under load the log merges deltas: a word, not a whole delta)
+        alpha.wait_for(SLOW_TEXT[3])
         killed(servers[-1], parent, alpha)
-        assert alpha.frames[-1][1] != "[DONE]" and f'"{SLOW_TEXT[-1]}"' not in alpha.chunks_text()
+        assert alpha.frames[-1][1] != "[DONE]" and SLOW_TEXT[-1] not in alpha.chunks_text()
 
     on(start(), mid_child_stream)
     assert journal_lines(journal) == []

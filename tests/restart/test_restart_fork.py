@@ -5,7 +5,10 @@ of that run at the decision is killed right after the fork was accepted (its too
 claimed), or in the middle of the approved tool. After the restart on the same data folder the fork
 ends once; counted at the provider wire (`tests/support/fake_openai.py`, which outlives both server
 processes) and in the tool journal: no model call and no tool run of the steps before the fork point,
-the approved tool started exactly once across the kill, and the source run is untouched.
+the approved tool started exactly once across the kill, and the source run is untouched. A tab that
+followed the fork's stream when it was cut resumes with `Last-Event-ID` (or, after the kill right after
+the fork was accepted, a new tab follows it whole): replayed steps then live ones, each event once,
+making the stored message.
 """
 
 from __future__ import annotations
@@ -25,11 +28,12 @@ from stepline.protocol.chunks import ToolApprovalRequestChunk
 from stepline.protocol.sse import decode_ui_message_stream
 from stepline.store.records import TERMINAL
 from tests.restart.chat import body, conversation, text_of
-from tests.restart.process import DevProcess, journal_lines, poll, serving
+from tests.restart.process import DevProcess, Follower, assert_resumed_whole, journal_lines, poll, resume, serving
 from tests.support.fake_openai import API_KEY, CHAT_PATH, FakeOpenAI, chat_stream, chat_text_chunks
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]  # two starts of a real server each
 
+STREAMING = httpx.Timeout(30, read=None)
 BASE = {"id": "chatcmpl-fork", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "gpt-4.1"}
 
 
@@ -68,20 +72,27 @@ def denied_run(client: httpx.Client, chat: str) -> tuple[str, str]:
 
 
 def fork_then_kill(
-    dev: DevProcess, client: httpx.Client, run_id: str, approval_id: str, *, mid_tool: Path | None
-) -> str:
-    """Fork with the approval; kill -9 once it was accepted (or once `mid_tool`'s journal shows the tool started)."""
+    dev: DevProcess, client: httpx.Client, chat: str, source: tuple[str, str], *, mid_tool: Path | None
+) -> tuple[str, Follower]:
+    """Fork the `(run id, approval id)` source with the approval; kill -9 right after the fork was accepted,
+    or (`mid_tool`: the journal) once a tab follows the fork's replayed stream and the approved tool started.
+    Returns the fork's run id and that tab (no frames when killed right after the fork was accepted)."""
+    run_id, approval_id = source
+    tab = Follower()
     try:
         edit = {"approvals": [{"approvalId": approval_id, "approved": True}]}
         forked = client.post(f"/api/runs/{run_id}/fork", json=edit)
         assert forked.status_code == 201, forked.text
         if mid_tool is not None:
+            tab.follow(client, "GET", f"/api/chat/{chat}/stream")
             poll(lambda: any(line.endswith(" send_report") for line in journal_lines(mid_tool)), "the tool starts")
+            tab.wait_for('"tool-approval-request"')  # the replayed step 1
         dev.stop(signal.SIGKILL)
     finally:
         if dev.process.poll() is None:
             dev.process.kill()
-    return forked.json()["runId"]
+    assert mid_tool is None or tab.ended.wait(10)
+    return forked.json()["runId"], tab
 
 
 def run(client: httpx.Client, run_id: str) -> dict[str, Any]:
@@ -106,23 +117,30 @@ def fork_across_a_kill(tmp_path: Path, fake: FakeOpenAI, chat: str, *, mid_tool:
     journal = tmp_path / "tools.journal"
     hold, gate = Path(f"{journal}.hold"), Path(f"{journal}.gate")
     gate.touch()  # the source's tools run freely
-    with start(tmp_path, fake) as first, first.client() as client:
-        run_id, approval_id = denied_run(client, chat)
-        before = run(client, run_id)
+    with start(tmp_path, fake) as first, first.client(timeout=STREAMING) as client:
+        source = denied_run(client, chat)
+        before = run(client, source[0])
         assert len(fake.requests_to(CHAT_PATH)) == 3 and journal_lines(journal) == [f"{chat} gather"]
         if mid_tool:
             gate.unlink()  # the approved tool lasts until the kill
         else:
             hold.touch()  # the approved tool is held before it is claimed
-        fork_id = fork_then_kill(first, client, run_id, approval_id, mid_tool=journal if mid_tool else None)
+        fork_id, cut = fork_then_kill(first, client, chat, source, mid_tool=journal if mid_tool else None)
     assert len(fake.requests_to(CHAT_PATH)) == 3, "no model call before the kill: the fork's step after the tool"
     started = [f"{chat} gather", f"{chat} send_report"] if mid_tool else [f"{chat} gather"]
     assert journal_lines(journal) == started, "killed before the approved tool was claimed, or while it ran"
-    hold.unlink(missing_ok=True)
     gate.touch()  # a tool run again would end now, and be seen in the journal
-    with start(tmp_path, fake) as second, second.client() as client:
+    with start(tmp_path, fake) as second, second.client(timeout=STREAMING) as client:
+        if mid_tool:  # the cut tab resumes
+            tab = resume(client, chat, cut)
+        else:  # a new tab follows the whole fork (replayed steps, then live) while it is held, then it goes on
+            tab = Follower().follow(client, "GET", f"/api/chat/{chat}/stream")
+            tab.wait_for('"tool-approval-request"')
+            hold.unlink()
         fork = poll(lambda: (r := run(client, fork_id))["status"] in TERMINAL["run"] and r, "the fork ends", timeout=90)
-        return Forked(before, run(client, run_id), fork, conversation(client, chat))
+        shown = conversation(client, chat)
+        assert_resumed_whole(cut, tab, shown["messages"][-1])
+        return Forked(before, run(client, source[0]), fork, shown)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ text so far kept, its started tool never run again, and the new message is answe
 
 from __future__ import annotations
 
-import json
 import signal
 from pathlib import Path
 from typing import Any
@@ -14,49 +13,12 @@ from typing import Any
 import httpx
 import pytest
 
-from stepline.llm.registry import DEMO_BOOK
 from tests.restart.chat import body, conversation, text_of
-from tests.restart.process import WORK_SLOWLY, DevProcess, Follower, journal_lines, poll, start_dev
+from tests.restart.process import DevProcess, Follower, journal_lines, poll, start_dev, write_book
 
 pytestmark = pytest.mark.timeout(180)
 
-GATED: dict[str, Any] = {
-    "name": "gated",
-    "match": ["gated"],
-    "steps": [
-        {
-            "parts": [
-                {"type": "stream-start", "warnings": []},
-                {"type": "text-start", "id": "t0"},
-                {"type": "text-delta", "id": "t0", "delta": "Starting the gated step."},
-                {"type": "text-end", "id": "t0"},
-                {
-                    "type": "tool-call",
-                    "toolCallId": "call-gated",
-                    "toolName": "gated_step",
-                    "input": '{"label": "one"}',
-                },
-                {"type": "finish", "finishReason": {"unified": "tool-calls", "raw": "tool_use"}, "usage": {}},
-            ]
-        },
-        {
-            "parts": [
-                {"type": "text-start", "id": "t1"},
-                {"type": "text-delta", "id": "t1", "delta": "The gated step is done."},
-                {"type": "text-end", "id": "t1"},
-                {"type": "finish", "finishReason": {"unified": "stop", "raw": "stop"}, "usage": {}},
-            ]
-        },
-    ],
-}
 FULL_SLOW_TEXT = "".join(f"word{i} " for i in range(30))
-
-
-def write_book(path: Path) -> str:
-    book = json.loads(DEMO_BOOK.read_text())
-    book["scripts"][:0] = [WORK_SLOWLY, GATED]
-    path.write_text(json.dumps(book))
-    return f"scripted:{path}"
 
 
 def settled(client: httpx.Client, chat: str) -> dict[str, Any] | None:
