@@ -177,3 +177,19 @@ def test_a_budget_decision_made_before_the_end_is_kept_and_a_settled_card_left_a
     assert data(_approval("expired", budget=True)) == (expired, [], [])
     settled = [{"type": "data-budget", "id": "a1", "data": {**_BUDGET_DATA, "state": "approved"}}]
     assert close_open_parts(settled, "stopped", approval_of=lambda _id: None).chunks == []
+
+
+def test_a_budget_request_another_runs_end_expired_is_closed_by_an_end_and_a_timed_out_one_denied() -> None:
+    """A sub-agent's request raised into its lead's message: the lead's end expires it first."""
+    by_lead = _approval("expired", budget=True).model_copy(update={"expired_reason": "user_cancelled"})
+    closing = close_open_parts(_BUDGET, "stopped because its parent run ended", approval_of=lambda _id: by_lead)
+    data = closing.chunks[0].to_wire()["data"]
+    assert data == {
+        **_BUDGET_DATA,
+        "state": "closed",
+        "reason": "stopped because its parent run ended before a decision",
+    }
+    assert closing.data_ids == ["a1"] and closing.expire_approvals == [], "already expired: nothing to expire again"
+    timed_out = _approval("expired", budget=True).model_copy(update={"expired_reason": "timeout"})
+    late = close_open_parts(_BUDGET, "stopped", approval_of=lambda _id: timed_out)
+    assert late.chunks[0].to_wire()["data"]["state"] == "denied" and late.data_ids == []
