@@ -49,24 +49,27 @@ def test_finished_and_provider_executed_parts_are_left_alone() -> None:
     assert _wire(parts) == ([], [])
 
 
+_OPEN: list[dict[str, Any]] = [
+    {"type": "dynamic-tool", "toolName": "d", "toolCallId": "c1", "state": "input-streaming"},
+    {"type": "tool-ask_user", "toolCallId": "q1", "state": "input-available", "input": {}},
+    {
+        "type": "tool-x",
+        "toolCallId": "c3",
+        "state": "approval-responded",
+        "approval": {"id": "a", "approved": True},
+    },
+    {
+        "type": "tool-y",
+        "toolCallId": "c4",
+        "state": "approval-responded",
+        "approval": {"id": "b", "approved": False},
+    },
+]
+"""A cut call, a question, an approved call that had not reported, a denied one."""
+
+
 def test_a_cut_call_and_a_question_get_an_error_saying_why() -> None:
-    parts: list[dict[str, Any]] = [
-        {"type": "dynamic-tool", "toolName": "d", "toolCallId": "c1", "state": "input-streaming"},
-        {"type": "tool-ask_user", "toolCallId": "q1", "state": "input-available", "input": {}},
-        {
-            "type": "tool-x",
-            "toolCallId": "c3",
-            "state": "approval-responded",
-            "approval": {"id": "a", "approved": True},
-        },
-        {
-            "type": "tool-y",
-            "toolCallId": "c4",
-            "state": "approval-responded",
-            "approval": {"id": "b", "approved": False},
-        },
-    ]
-    chunks, expire = _wire(parts, questions=("q1",))
+    chunks, expire = _wire(_OPEN, questions=("q1",))
     assert chunks == [
         {"type": "tool-output-error", "toolCallId": "c1", "errorText": "stopped before the tool reported a result"},
         {"type": "tool-output-error", "toolCallId": "q1", "errorText": "stopped before the question was answered"},
@@ -116,20 +119,7 @@ def _marked(parts: list[dict[str, Any]], record: ApprovalRecord | None = None) -
 def test_the_end_marks_the_parts_it_closed_by_id_and_not_the_ones_with_an_outcome_of_their_own() -> None:
     parts: list[dict[str, Any]] = [
         {"type": "tool-a", "toolCallId": "c0", "state": "output-available", "input": {}, "output": 1},
-        {"type": "dynamic-tool", "toolName": "d", "toolCallId": "c1", "state": "input-streaming"},
-        {"type": "tool-ask_user", "toolCallId": "q1", "state": "input-available", "input": {}},
-        {
-            "type": "tool-x",
-            "toolCallId": "c3",
-            "state": "approval-responded",
-            "approval": {"id": "a", "approved": True},
-        },
-        {
-            "type": "tool-y",
-            "toolCallId": "c4",
-            "state": "approval-responded",
-            "approval": {"id": "b", "approved": False},
-        },
+        *_OPEN,
         {"type": "tool-z", "toolCallId": "c5", "state": "input-available", "input": {}, "providerExecuted": True},
     ]
     assert _marked(parts) == {"reason": "stopped", "toolCallIds": ["c1", "q1", "c3"], "dataPartIds": []}
