@@ -22,6 +22,8 @@ from typing import Any, cast
 import httpx
 import pytest
 
+from stepline.store.ports import FinishRun
+from stepline.store.records import RunRecord
 from tests.api.test_chat_api import send, stored, user_message, wait_status
 from tests.support.server import Running, config, running, write_book
 from tests.unit.loop.support import finish, text
@@ -141,3 +143,39 @@ def test_a_new_message_while_a_budget_request_waits_closes_the_old_card(server: 
     new_card = _budget_card(conversation)
     assert new_card["data"]["state"] == "requested" and new_card["data"]["approvalId"] != approval_id
     assert refused.status_code == 410, refused.text
+
+
+def test_a_budget_decision_made_while_the_stop_ends_the_run_keeps_it(
+    server: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The decision commits between the end's reads and its write: the write is refused (the request
+    is in the end's compare-and-set list), the end is built again with the decision, and the approval
+    never expires."""
+    store = server.server.backend.services.store
+    finish = store.finish_run
+    attempts: list[tuple[str, ...]] = []
+
+    def decided_first(user_id: str, run_id: str, end: FinishRun) -> RunRecord:
+        if not attempts:
+            store.decide_approval(user_id, end.expire_approvals[0], approved=True, reason=None, now=_now())
+        attempts.append(end.expire_approvals)
+        return finish(user_id, run_id, end)
+
+    with server.client("user-a") as a:
+        approval_id = _paused(a, "raced-budget")
+        run_id = stored(a, "raced-budget")["activeRunId"]
+        monkeypatch.setattr(store, "finish_run", decided_first)
+        stopped = a.post(f"/api/runs/{run_id}/abort")
+        monkeypatch.undo()
+        message = wait_status(a, "raced-budget", "idle")["messages"][-1]
+    assert stopped.status_code == 200 and stopped.json()["status"] == "aborted", stopped.text
+    assert attempts == [(approval_id,), ()], "refused once, then built again with the decision"
+    [card] = [p for p in message["parts"] if p.get("type") == "data-budget"]
+    assert card["data"]["state"] == "approved", "the decision stands: not closed over it"
+    assert message["metadata"]["closedByEnd"] == {"reason": "stopped", "toolCallIds": [], "dataPartIds": []}
+    approval = store.get_approval("user-a", approval_id)
+    assert approval.status in ("processing", "approved") and approval.decision == "approved", "never expired"
+
+
+def _now() -> int:
+    return int(time.time() * 1000)

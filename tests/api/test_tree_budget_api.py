@@ -5,16 +5,18 @@ THEN the researcher pauses before the call that would pass the lead's limit, the
 reads `waiting_approval` with the request as a budget card in its own message (naming the
 researcher); another user cannot decide it (404); its owner raises it through the approval webhook
 and both runs go on to the lead's answer, the card settled `approved`; denied, the researcher ends
-and the lead answers with its error read. Over moto's DynamoDB (the local engine) and over a data
-folder (SQLite).
+and the lead answers with its error read; the lead stopped while the request waits, the card is
+closed in both messages and no decision can follow. Over moto's DynamoDB (the local engine) and
+over a data folder (SQLite).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -97,3 +99,39 @@ def test_denied_the_researcher_ends_and_the_lead_answers_with_its_error(server: 
     assert [p["text"] for p in parts if p["type"] == "text"] == ["Here is what I found."]
     [settled] = _cards(done)
     assert settled["data"]["state"] == "denied" and settled["data"]["reason"] == "enough"
+
+
+def test_stopping_the_lead_while_the_researchers_request_waits_closes_the_card_in_both_messages(
+    server: Running,
+) -> None:
+    store = server.server.backend.services.store
+    with server.client("user-a") as a:
+        waiting, card = _paused(a, "stopped-tree")
+        run_id = str(waiting["activeRunId"])
+        approval_id = str(card["data"]["approvalId"])
+        stopped = a.post(f"/api/runs/{run_id}/abort")
+        done = wait_status(a, "stopped-tree", "idle", timeout=30)
+        late = a.post(f"/api/approvals/{approval_id}", json={"approved": True})
+        child = store.get_run("user-a", child_run_id(run_id, "r1"))
+        deadline = time.monotonic() + 30
+        while child.status not in ("aborted", "failed", "completed"):  # the lead's end stops its child next
+            assert time.monotonic() < deadline, f"the researcher stayed {child.status}"
+            time.sleep(0.05)
+            child = store.get_run("user-a", child.run_id)
+    assert stopped.status_code == 200 and stopped.json()["status"] == "aborted", stopped.text
+    message = done["messages"][-1]
+    [closed] = _cards(done)
+    assert closed["data"]["state"] == "closed" and closed["data"]["reason"] == "stopped before a decision"
+    assert closed["data"]["subAgent"]["runId"] == child.run_id, "still names the sub-agent that asked"
+    mark = message["metadata"]["closedByEnd"]
+    assert mark["reason"] == "stopped" and mark["dataPartIds"] == [approval_id]
+    assert late.status_code == 410, late.text
+    assert child.status == "aborted" and child.cancel_reason == "parent_ended"
+    own = store.get_message("user-a", child.conversation_id, child.assistant_message_id)
+    [own_card] = [p for p in own.parts if p.get("type") == "data-budget"]
+    own_data = cast(dict[str, Any], own_card["data"])
+    assert (
+        own_data["state"] == "closed" and own_data["reason"] == "stopped because its parent run ended before a decision"
+    )
+    approval = store.get_approval("user-a", approval_id)
+    assert approval.status == "expired" and approval.expired_reason == "user_cancelled" and approval.decision is None

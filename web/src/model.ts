@@ -15,6 +15,41 @@ export interface Metadata {
   usage?: { inputTokens?: number; outputTokens?: number; totalTokens?: number };
   error?: { message?: string; code?: string; at?: number };
   abort?: { reason?: string; at?: number };
+  closedByEnd?: ClosedMark;
+}
+
+/**
+ * What a run's end (stopped, interrupted, failed, expired) closed in its message, from the
+ * message's `metadata.closedByEnd`: why, and the parts by id (tool call ids; data part ids, such as
+ * a budget card's). `byText`: a message stored before the server wrote the mark, whose closed
+ * parts are found by the sentences the end wrote into them.
+ */
+export interface ClosedMark {
+  reason?: string;
+  toolCallIds: string[];
+  dataPartIds: string[];
+  byText?: boolean;
+}
+
+const NOTHING_CLOSED: ClosedMark = { toolCallIds: [], dataPartIds: [] };
+
+const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []);
+
+/** The mark of what the message's run's end closed (nothing, for a run that completed or still works). */
+export function closedMarkOf(metadata: unknown): ClosedMark {
+  if (!metadata || typeof metadata !== 'object') return NOTHING_CLOSED;
+  const m = metadata as Record<string, unknown>;
+  const mark = m.closedByEnd;
+  if (mark && typeof mark === 'object') {
+    const given = mark as Record<string, unknown>;
+    return {
+      reason: typeof given.reason === 'string' ? given.reason : undefined,
+      toolCallIds: strings(given.toolCallIds),
+      dataPartIds: strings(given.dataPartIds),
+    };
+  }
+  const endedOpen = m.abort !== undefined || m.error !== undefined || m.status === 'failed' || m.status === 'aborted';
+  return endedOpen ? { ...NOTHING_CLOSED, byText: true } : NOTHING_CLOSED;
 }
 
 export function metadataOf(message: UIMessage): Metadata {
@@ -56,16 +91,18 @@ export function toolCallOf(part: Part): ToolCall | null {
 
 export const QUESTION_TOOL = 'ask_user_question';
 export const EXPIRED_REASON = 'approval expired';
-/** How the reason of an approval the run's end closed undecided ends (`stopped before a decision`). */
-export const UNDECIDED_SUFFIX = ' before a decision';
-/** How the error of a tool part the run's end closed ends (`stopped before the tool reported a result`). */
+/** How the reason of an approval the run's end closed undecided ends, in a message stored before the mark. */
+const UNDECIDED_SUFFIX = ' before a decision';
+/** How the error of a tool part the run's end closed ends, in a message stored before the mark. */
 const CLOSED_SUFFIXES = [' before the tool reported a result', ' before the question was answered', ' before the approved tool ran'];
 
 /**
  * A part the run's end closed (stopped, interrupted, failed) before it had an outcome of its own: a
- * cut tool call, an unanswered question, an undecided approval. Nothing failed or was denied.
+ * cut tool call, an unanswered question, an undecided approval, an approved tool that never ran.
+ * Nothing failed or was denied. Read from the message's mark (`closedMarkOf`).
  */
-export function closedByEnd(tool: ToolCall): boolean {
+export function closedByEnd(tool: ToolCall, mark: ClosedMark): boolean {
+  if (!mark.byText) return (tool.state === 'output-error' || tool.state === 'output-denied') && mark.toolCallIds.includes(tool.toolCallId);
   if (tool.state === 'output-error') return CLOSED_SUFFIXES.some(suffix => tool.errorText?.endsWith(suffix) ?? false);
   return tool.state === 'output-denied' && (tool.approval?.reason?.endsWith(UNDECIDED_SUFFIX) ?? false);
 }

@@ -175,8 +175,11 @@ def _close_budget(
     approval_id = str(shown.get("approvalId") or part.get("id") or "")
     record = approval_of(approval_id) if approval_id else None
     rewritten: dict[str, JsonValue] = {k: v for k, v in shown.items() if k != "reason"}
-    if record is None or record.status == "requested":  # undecided: it expires with the run
-        if record is not None:
+    # Undecided: it expires with the run. Expired by another run's end (a sub-agent's request, raised
+    # into its lead's message, that the lead's end closed first): closed by an end all the same.
+    ended_first = record is not None and record.status == "expired" and record.expired_reason not in (None, "timeout")
+    if record is None or record.status == "requested" or ended_first:
+        if record is not None and not ended_first:
             closing.expire_approvals.append(approval_id)
         closing.data_ids.append(str(part.get("id") or approval_id))
         rewritten.update(state=BUDGET_CLOSED, reason=f"{why} before a decision")

@@ -49,24 +49,27 @@ def test_finished_and_provider_executed_parts_are_left_alone() -> None:
     assert _wire(parts) == ([], [])
 
 
+_OPEN: list[dict[str, Any]] = [
+    {"type": "dynamic-tool", "toolName": "d", "toolCallId": "c1", "state": "input-streaming"},
+    {"type": "tool-ask_user", "toolCallId": "q1", "state": "input-available", "input": {}},
+    {
+        "type": "tool-x",
+        "toolCallId": "c3",
+        "state": "approval-responded",
+        "approval": {"id": "a", "approved": True},
+    },
+    {
+        "type": "tool-y",
+        "toolCallId": "c4",
+        "state": "approval-responded",
+        "approval": {"id": "b", "approved": False},
+    },
+]
+"""A cut call, a question, an approved call that had not reported, a denied one."""
+
+
 def test_a_cut_call_and_a_question_get_an_error_saying_why() -> None:
-    parts: list[dict[str, Any]] = [
-        {"type": "dynamic-tool", "toolName": "d", "toolCallId": "c1", "state": "input-streaming"},
-        {"type": "tool-ask_user", "toolCallId": "q1", "state": "input-available", "input": {}},
-        {
-            "type": "tool-x",
-            "toolCallId": "c3",
-            "state": "approval-responded",
-            "approval": {"id": "a", "approved": True},
-        },
-        {
-            "type": "tool-y",
-            "toolCallId": "c4",
-            "state": "approval-responded",
-            "approval": {"id": "b", "approved": False},
-        },
-    ]
-    chunks, expire = _wire(parts, questions=("q1",))
+    chunks, expire = _wire(_OPEN, questions=("q1",))
     assert chunks == [
         {"type": "tool-output-error", "toolCallId": "c1", "errorText": "stopped before the tool reported a result"},
         {"type": "tool-output-error", "toolCallId": "q1", "errorText": "stopped before the question was answered"},
@@ -116,20 +119,7 @@ def _marked(parts: list[dict[str, Any]], record: ApprovalRecord | None = None) -
 def test_the_end_marks_the_parts_it_closed_by_id_and_not_the_ones_with_an_outcome_of_their_own() -> None:
     parts: list[dict[str, Any]] = [
         {"type": "tool-a", "toolCallId": "c0", "state": "output-available", "input": {}, "output": 1},
-        {"type": "dynamic-tool", "toolName": "d", "toolCallId": "c1", "state": "input-streaming"},
-        {"type": "tool-ask_user", "toolCallId": "q1", "state": "input-available", "input": {}},
-        {
-            "type": "tool-x",
-            "toolCallId": "c3",
-            "state": "approval-responded",
-            "approval": {"id": "a", "approved": True},
-        },
-        {
-            "type": "tool-y",
-            "toolCallId": "c4",
-            "state": "approval-responded",
-            "approval": {"id": "b", "approved": False},
-        },
+        *_OPEN,
         {"type": "tool-z", "toolCallId": "c5", "state": "input-available", "input": {}, "providerExecuted": True},
     ]
     assert _marked(parts) == {"reason": "stopped", "toolCallIds": ["c1", "q1", "c3"], "dataPartIds": []}
@@ -177,3 +167,19 @@ def test_a_budget_decision_made_before_the_end_is_kept_and_a_settled_card_left_a
     assert data(_approval("expired", budget=True)) == (expired, [], [])
     settled = [{"type": "data-budget", "id": "a1", "data": {**_BUDGET_DATA, "state": "approved"}}]
     assert close_open_parts(settled, "stopped", approval_of=lambda _id: None).chunks == []
+
+
+def test_a_budget_request_another_runs_end_expired_is_closed_by_an_end_and_a_timed_out_one_denied() -> None:
+    """A sub-agent's request raised into its lead's message: the lead's end expires it first."""
+    by_lead = _approval("expired", budget=True).model_copy(update={"expired_reason": "user_cancelled"})
+    closing = close_open_parts(_BUDGET, "stopped because its parent run ended", approval_of=lambda _id: by_lead)
+    data = closing.chunks[0].to_wire()["data"]
+    assert data == {
+        **_BUDGET_DATA,
+        "state": "closed",
+        "reason": "stopped because its parent run ended before a decision",
+    }
+    assert closing.data_ids == ["a1"] and closing.expire_approvals == [], "already expired: nothing to expire again"
+    timed_out = _approval("expired", budget=True).model_copy(update={"expired_reason": "timeout"})
+    late = close_open_parts(_BUDGET, "stopped", approval_of=lambda _id: timed_out)
+    assert late.chunks[0].to_wire()["data"]["state"] == "denied" and late.data_ids == []

@@ -2,7 +2,7 @@
 // what became of the decision (sent, taken, refused by the server: 404 / 409 / 410). On an ended
 // run a decision can be changed ("Change my answer"): a fork with the other decision, a new branch.
 import { useState } from 'react';
-import { EXPIRED_REASON, UNDECIDED_SUFFIX, closedByEnd, type ToolCall } from '../model';
+import { EXPIRED_REASON, closedByEnd, type ToolCall } from '../model';
 import { ToolArguments } from './Arguments';
 import { Icon } from './Icon';
 import type { PartContext } from './partContext';
@@ -24,7 +24,7 @@ function approvalView(tool: ToolCall, ctx: PartContext): { view: ApprovalView; r
   if (deniedByServer) {
     if (approval.reason === EXPIRED_REASON) return { view: 'expired', pending: false };
     // Closed by the run's end before anyone decided (stopped, interrupted): nobody denied it.
-    if (approval.reason?.endsWith(UNDECIDED_SUFFIX)) return { view: 'not-answered', reason: approval.reason, pending: false };
+    if (closedByEnd(tool, ctx.closed)) return { view: 'not-answered', reason: approval.reason, pending: false };
     return { view: 'denied', reason: approval.reason, pending: false };
   }
   if (overlay && (overlay.phase === 'expired' || overlay.phase === 'conflict' || overlay.phase === 'not-found')) {
@@ -74,7 +74,7 @@ export function ToolApprovalCard({ tool, ctx, askedBy }: { tool: ToolCall; ctx: 
   };
   // A decision the run went on with (not one its end closed: that run never reached the next step).
   const changeable =
-    ctx.changeable && !askedBy && !pending && (view === 'approved' || view === 'denied') && !closedByEnd(tool);
+    ctx.changeable && !askedBy && !pending && (view === 'approved' || view === 'denied') && !closedByEnd(tool, ctx.closed);
   return (
     <div className={`approval view-${view}`} data-testid="approval-card" data-approval-state={view} data-approval-id={approval.id}>
       <div className="approval-head">

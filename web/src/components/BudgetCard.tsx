@@ -1,7 +1,8 @@
 // The budget card of a run a limit paused (`data-budget`): what the answer needs beyond which
 // limit, Raise / End here, and what became of the decision. The person raises a run's own limit;
 // a daily or monthly budget needs an admin, and the server's 403 says so on the card. A sub-agent's
-// request (raised into the conversation's message) names the sub-agent that asks.
+// request (raised into the conversation's message) names the sub-agent that asks. A request the
+// run's end closed before anyone decided it (stopped, interrupted by a new message) says so.
 import { useState } from 'react';
 import { decideApproval } from '../api';
 import { Icon } from './Icon';
@@ -12,10 +13,17 @@ interface BudgetData {
   limit: string;
   message: string;
   raiseTo?: number;
-  state: 'requested' | 'approved' | 'denied';
+  state: 'requested' | 'approved' | 'denied' | 'closed';
   reason?: string;
   subAgent?: { agent?: string | null };
 }
+
+const LABELS: Record<BudgetData['state'], string> = {
+  requested: 'Budget reached',
+  approved: 'Limit raised for this answer',
+  denied: 'Ended at the limit',
+  closed: 'Not decided',
+};
 
 function amount(limit: string, value: number | undefined): string {
   if (value === undefined) return '';
@@ -39,10 +47,10 @@ export function BudgetCard({ data, ctx }: { data: BudgetData; ctx: PartContext }
   // Inside a sub-agent's block the request is the child's own: it is decided at the conversation's card.
   const nested = (ctx.depth ?? 0) > 0;
   const open = data.state === 'requested' && !ctx.readOnly && phase !== 'sent' && !nested;
-  const label =
-    data.state === 'approved' ? 'Limit raised for this answer' : data.state === 'denied' ? 'Ended at the limit' : 'Budget reached';
+  const state = data.state;
+  const label = LABELS[state];
   return (
-    <div className={`block approval budget budget-${data.state}`} data-testid="budget-card" data-state={data.state}>
+    <div className={`block approval budget budget-${state}`} data-testid="budget-card" data-state={state} data-approval-id={data.approvalId}>
       <div className="approval-head">
         <Icon name="alert" /> <span className="block-title">{label}</span>
       </div>
@@ -52,7 +60,12 @@ export function BudgetCard({ data, ctx }: { data: BudgetData; ctx: PartContext }
         </p>
       )}
       <p className="budget-message">{data.message.charAt(0).toUpperCase() + data.message.slice(1)}.</p>
-      {data.reason && <p className="budget-reason">Reason: {data.reason}</p>}
+      {data.reason && state !== 'closed' && <p className="budget-reason">Reason: {data.reason}</p>}
+      {state === 'closed' && (
+        <p className="budget-reason muted" data-testid="budget-closed">
+          {data.reason ? `${data.reason.charAt(0).toUpperCase()}${data.reason.slice(1)}: the limit was not raised.` : 'The run ended before a decision.'}
+        </p>
+      )}
       {open && (
         <div className="approval-actions">
           <button type="button" disabled={phase === 'sending'} onClick={() => void decide(true)} data-testid="budget-approve">

@@ -1,7 +1,7 @@
 // The execution trace's frame: its header (state, timer, tool count, the decisions and failures of
 // a collapsed trace) and its body, open while the run is active or when the person opens it.
 import { useEffect, useRef, useState, type ReactNode } from 'react';
-import { EXPIRED_REASON, QUESTION_TOOL, closedByEnd, formatDuration, type TraceFacts, type TraceState, type ToolCall } from '../model';
+import { EXPIRED_REASON, QUESTION_TOOL, closedByEnd, formatDuration, type ClosedMark, type TraceFacts, type TraceState, type ToolCall } from '../model';
 import { Icon, Spinner } from './Icon';
 
 /** Elapsed time from metadata.startedAt; ticks each second only while active, frozen otherwise. */
@@ -56,15 +56,15 @@ export interface Decisions {
   failed: number;
 }
 
-export function decisionsOf(tools: ToolCall[], refused: (approvalId: string) => boolean = () => false): Decisions {
+export function decisionsOf(tools: ToolCall[], closed: ClosedMark, refused: (approvalId: string) => boolean = () => false): Decisions {
   const decisions: Decisions = { approved: 0, denied: 0, expired: 0, failed: 0 };
   for (const tool of tools) {
     // A tool that ended in an error (it threw, or an earlier attempt was interrupted and it is not
     // run again); a question the person skipped is not a failure.
     // A part the run's end closed (stopped, interrupted) did not fail, and nobody denied it.
-    const closed = closedByEnd(tool);
-    if (tool.state === 'output-error' && tool.name !== QUESTION_TOOL && !closed) decisions.failed += 1;
-    if (!tool.approval || (closed && tool.state === 'output-denied')) continue;
+    const closedHere = closedByEnd(tool, closed);
+    if (tool.state === 'output-error' && tool.name !== QUESTION_TOOL && !closedHere) decisions.failed += 1;
+    if (!tool.approval || (closedHere && tool.state === 'output-denied')) continue;
     // The server refused this page's decision (409/410/404): what the page applied locally is not
     // counted; once the tool's outcome has come from the server (the run went on), that is.
     const outcome = tool.state === 'output-denied' || tool.state === 'output-available' || tool.state === 'output-error';

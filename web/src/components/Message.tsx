@@ -3,7 +3,7 @@
 // answer (the text after the last process part) as Markdown, then its artifacts, deduplicated.
 import type { UIMessage } from 'ai';
 import { useEffect, useState, type ReactNode } from 'react';
-import { artifactsOf, layoutOf, metadataOf, toolCallOf, traceFacts, type MessageContext, type ToolCall } from '../model';
+import { artifactsOf, closedMarkOf, layoutOf, metadataOf, toolCallOf, traceFacts, type MessageContext, type ToolCall } from '../model';
 import type { ChatSession } from '../session';
 import { NOT_UNDONE } from './BranchNav';
 import { ErrorBoundary } from './ErrorBoundary';
@@ -68,6 +68,7 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
     depth: 0,
     runId: metadata.runId,
     changeable,
+    closed: closedMarkOf(message.metadata),
   };
   const endedAt = metadata.completedAt ?? metadata.abort?.at ?? metadata.error?.at;
   const lastAnswer = layout.answer.at(-1)?.part;
@@ -104,7 +105,7 @@ export function AssistantMessage({ message, session, context, canRegenerate, onR
           startedAt={metadata.startedAt}
           endedAt={endedAt}
           stepCount={steps}
-          decisions={decisionsOf(tools, id => ['expired', 'conflict', 'not-found'].includes(session.overlays.get(id)?.phase ?? ''))}
+          decisions={decisionsOf(tools, ctx.closed, id => ['expired', 'conflict', 'not-found'].includes(session.overlays.get(id)?.phase ?? ''))}
           userOpen={traceOpen}
           setUserOpen={setTraceOpen}
         >

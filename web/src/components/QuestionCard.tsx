@@ -26,10 +26,10 @@ export function QuestionCard({ tool, ctx }: { tool: ToolCall; ctx: PartContext }
   if (tool.state === 'output-available') {
     state = 'answered';
     body = <p className="answer">Answer: {answerText(tool.output)}</p>;
-  } else if (tool.state === 'output-error' && closedByEnd(tool) && ctx.stopped) {
+  } else if (tool.state === 'output-error' && closedByEnd(tool, ctx.closed) && ctx.stopped) {
     state = 'aborted'; // the run's end closed it: stopped while it waited
     body = <p className="muted">Stopped before it was answered.</p>;
-  } else if (tool.state === 'output-error' && closedByEnd(tool)) {
+  } else if (tool.state === 'output-error' && closedByEnd(tool, ctx.closed)) {
     state = 'not-answered'; // interrupted by a new message, or the run failed
     body = <p className="muted">Not answered ({tool.errorText}).</p>;
   } else if (tool.state === 'output-error') {

@@ -4,7 +4,7 @@
 // sub-agents, nested). While the child works the body is its preliminary outputs; once it has
 // ended, its stored message (GET /api/runs/{id}), so a reloaded page shows what the live one did.
 import { useEffect, useState, type ReactNode } from 'react';
-import { formatDuration, summarise, type Part, type ToolCall } from '../model';
+import { closedMarkOf, formatDuration, summarise, type Part, type ToolCall } from '../model';
 import {
   SUB_AGENT_LABELS,
   asChildMessage,
@@ -74,6 +74,7 @@ export function SubAgentBlock({ tool, ctx }: { tool: ToolCall; ctx: PartContext 
     depth: depth + 1,
     live: ctx.live && !ended,
     changeable: false, // a fork is of the conversation's run, not of a sub-agent's
+    closed: closedMarkOf(child?.metadata), // the child's own end closed its parts
   };
   const wrap = (key: string, node: ReactNode, part: Part) => (
     <ErrorBoundary key={key} context={() => ctx.session.context({ runId, toolCallId: (part as { toolCallId?: string }).toolCallId })}>

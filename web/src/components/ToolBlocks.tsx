@@ -30,7 +30,7 @@ function toolStatus(tool: ToolCall, ctx: PartContext): { label: string; tone: st
   if (refusal && refusal in REFUSAL_LABELS && (tool.state === 'approval-requested' || tool.state === 'approval-responded')) {
     return { label: REFUSAL_LABELS[refusal], tone: 'muted' };
   }
-  if (closedByEnd(tool)) return { label: tool.state === 'output-denied' ? 'not approved' : 'not completed', tone: 'muted' };
+  if (closedByEnd(tool, ctx.closed)) return { label: tool.state === 'output-denied' ? 'not approved' : 'not completed', tone: 'muted' };
   const denied = tool.state === 'output-denied' || (tool.state === 'approval-responded' && tool.approval?.approved === false);
   if (denied) return tool.approval?.reason === EXPIRED_REASON ? { label: 'expired', tone: 'muted' } : { label: 'denied', tone: 'muted' };
   switch (tool.state) {

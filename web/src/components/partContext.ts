@@ -1,4 +1,5 @@
 // What every block of the trace is given: the chat's session and the state of the turn it is in.
+import type { ClosedMark } from '../model';
 import type { ChatSession } from '../session';
 import type { SubAgentEntry } from '../subAgents';
 
@@ -20,4 +21,6 @@ export interface PartContext {
   runId?: string;
   /** The run has ended and the chat is idle: a decision or an answer can be changed (a fork). */
   changeable: boolean;
+  /** What the end of the run that made these parts closed (`metadata.closedByEnd` of their message). */
+  closed: ClosedMark;
 }
