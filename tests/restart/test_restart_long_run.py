@@ -38,8 +38,6 @@ from tests.restart.long_run_model import STEPS_VARIABLE, URL_VARIABLE, Hold, Lon
 from tests.restart.process import DevProcess, Follower, journal_lines, poll, start_dev
 from tests.support.fake_openai import FakeOpenAI
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
-
 SUITE_STEPS = 80
 """The suite's length; `STEPLINE_TEST_LONG_STEPS=500` runs the issue's."""
 CHAT = "long-kill"
@@ -48,6 +46,11 @@ Frames = list[tuple[str | None, str]]
 
 def steps() -> int:
     return int(os.environ.get(STEPS_VARIABLE) or SUITE_STEPS)
+
+
+RUN_SECONDS = 300 + 4 * steps()
+"""The most the run's rest may take after the last start (a step takes well under a second)."""
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2 * RUN_SECONDS)]
 
 
 @pytest.fixture
@@ -71,10 +74,10 @@ def last_id(frames: Frames) -> str:
     return next(i for i, _ in reversed(frames) if i is not None)
 
 
-def resumed_after(client: httpx.Client, position: str) -> Frames | None:
-    """The frames after `position` of the run's log; None for a 204 (nothing after it)."""
+def resumed_after(client: httpx.Client, position: str, seconds: float = 120) -> Frames | None:
+    """The frames after `position` of the run's log, to its end; None for a 204 (nothing after it)."""
     follower = Follower().follow(client, "GET", f"/api/chat/{CHAT}/stream", headers={"last-event-id": position})
-    assert follower.ended.wait(120) and follower.error is None, follower.error
+    assert follower.ended.wait(seconds) and follower.error is None, follower.error
     assert follower.status in (200, 204), follower.status
     return follower.frames if follower.status == 200 else None
 
@@ -164,7 +167,7 @@ def test_a_long_run_survives_kill_9_in_and_right_after_a_compaction(
     third = start()
     try:
         with third.client(timeout=httpx.Timeout(30, read=None)) as client:
-            rest = resumed_after(client, last_id(frames))
+            rest = resumed_after(client, last_id(frames), RUN_SECONDS)
             assert rest is not None and rest[-1] == (None, "[DONE]")
             frames += rest
             poll(lambda: get(client, f"/api/runs/{run['id']}")["status"] == "completed", "the run completed", 60)
