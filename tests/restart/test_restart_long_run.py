@@ -24,7 +24,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,24 @@ def held(hold: Hold, model: LongWire, dev: DevProcess) -> None:
     assert hold.reached.is_set(), f"never held; the requests: {model.shape()}\n{dev.banner()[-2000:]}"
 
 
+def kill_when_held(
+    hold: Hold, model: LongWire, dev: DevProcess, follow: Callable[[httpx.Client], Follower], seen: str = ""
+) -> Frames:
+    """Follow the run on `dev` until the fake holds `hold`'s request (and the stream shows `seen`), then kill -9."""
+    try:
+        with dev.client(timeout=httpx.Timeout(30, read=None)) as client:
+            follower = follow(client)
+            held(hold, model, dev)
+            if seen:
+                follower.wait_for(seen)
+            killed(dev, follower)
+    finally:
+        model.release(hold)
+        if dev.process.poll() is None:
+            dev.process.kill()
+    return follower.frames
+
+
 def second_summary(request: WireRequest, before: list[WireRequest]) -> bool:
     """The second compaction's summarizer request (one compaction answered before it)."""
     return request.kind == "summary" and sum(r.kind == "summary" and r.fate == "answered" for r in before) == 1
@@ -121,47 +140,30 @@ def test_a_long_run_survives_kill_9_in_and_right_after_a_compaction(
     def start() -> DevProcess:
         return start_dev(tmp_path / "data", tmp_path, journal=journal, model="scripted", extra_env=env)
 
-    frames: Frames = []
-    run: dict[str, str] = {}
+    started = time.monotonic()
+    user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": f"Read all {total} parts."}]}
+    body = {"id": CHAT, "messages": [user], "trigger": "submit-message"}
 
     # 1. Killed while the second compaction's summarizer request is in flight.
-    during = model.hold(second_summary)
-    first = start()
-    try:
-        client = first.client(timeout=httpx.Timeout(30, read=None))
-        user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": f"Read all {total} parts."}]}
-        body = {"id": CHAT, "messages": [user], "trigger": "submit-message"}
-        follower = Follower().follow(client, "POST", "/api/chat", json=body)
-        follower.wait_for('"start"')
-        run["id"] = json.loads(follower.frames[0][1])["messageMetadata"]["runId"]
-        held(during, model, first)
-        killed(first, follower)
-        client.close()
-    finally:
-        model.release(during)
-        if first.process.poll() is None:
-            first.process.kill()
-    frames += follower.frames
-    assert f"summary-{run['id']}-1" in sse(frames) and f"summary-{run['id']}-2" not in sse(frames)
+    hold = model.hold(second_summary)
+    frames = kill_when_held(
+        hold, model, start(), lambda client: Follower().follow(client, "POST", "/api/chat", json=body)
+    )
+    run_id = json.loads(frames[0][1])["messageMetadata"]["runId"]
+    assert f"summary-{run_id}-1" in sse(frames) and f"summary-{run_id}-2" not in sse(frames)
 
     # 2. Killed right after the third compaction step: its summary streamed, the next step's request held.
-    after = model.hold(step_after_third_summary)
+    hold = model.hold(step_after_third_summary)
     second = start()
-    try:
-        client = second.client(timeout=httpx.Timeout(30, read=None))
-        assert "unfinished run" in second.banner(), second.banner()
-        follower = Follower().follow(
-            client, "GET", f"/api/chat/{CHAT}/stream", headers={"last-event-id": last_id(frames)}
-        )
-        held(after, model, second)
-        follower.wait_for(f'"summary-{run["id"]}-3"')
-        killed(second, follower)
-        client.close()
-    finally:
-        model.release(after)
-        if second.process.poll() is None:
-            second.process.kill()
-    frames += follower.frames
+    position = {"last-event-id": last_id(frames)}
+    frames += kill_when_held(
+        hold,
+        model,
+        second,
+        lambda client: Follower().follow(client, "GET", f"/api/chat/{CHAT}/stream", headers=position),
+        seen=f'"summary-{run_id}-3"',
+    )
+    assert "unfinished run" in second.banner(), "the second server drove the run on"
 
     # 3. Started again: the run goes on from the third compaction's checkpoint to its end.
     third = start()
@@ -170,16 +172,21 @@ def test_a_long_run_survives_kill_9_in_and_right_after_a_compaction(
             rest = resumed_after(client, last_id(frames), RUN_SECONDS)
             assert rest is not None and rest[-1] == (None, "[DONE]")
             frames += rest
-            poll(lambda: get(client, f"/api/runs/{run['id']}")["status"] == "completed", "the run completed", 60)
+            poll(lambda: get(client, f"/api/runs/{run_id}")["status"] == "completed", "the run completed", 60)
             stored = get(client, f"/api/conversations/{CHAT}")["messages"][-1]
             check_the_wire(model, total)
-            check_the_message(model, stored, frames, run["id"], total)
+            check_the_message(model, stored, frames, run_id, total)
             check_the_replay(client, frames)
     finally:
         if third.process.poll() is None:
             third.stop(signal.SIGTERM)
     parts = [int(line.split()[-1]) for line in journal_lines(journal)]
     assert parts == list(range(1, total + 1)), "each part read once, in order"
+    tokens = [r.tokens for r in model.journal]
+    print(  # figures, shown with -s
+        f"\n{total} steps in {time.monotonic() - started:.0f} s: {len(model.answered('summary'))} compactions, "
+        f"{len(tokens)} requests, the largest {max(tokens)} tokens of {model.window}; {len(frames)} frames"
+    )
 
 
 def check_the_wire(model: LongWire, total: int) -> None:
