@@ -15,8 +15,10 @@ killed after it never asked again; the summaries stored equal the summaries answ
 read once; the final message is the stored one and the one the whole stream reduces to; resuming
 after a position gives exactly the rest.
 
-N is `STEPLINE_TEST_LONG_STEPS`, `SUITE_STEPS` in the suite (a 500-step run takes minutes).
-Measured (2 cores shared with other agents): see the module's `SUITE_STEPS` note.
+N is `STEPLINE_TEST_LONG_STEPS`, `SUITE_STEPS` (80) in the suite: a 500-step run takes minutes.
+Measured on 2 cores shared with other work (load 13-18; `-s` prints the figures): 80 steps in
+1-2.5 min, 4 compactions, 87 requests, the largest 25,736 tokens; 500 steps in 12 min, 32
+compactions, 535 requests (500 steps, the answer, 32 summaries, the two held), the largest 25,769.
 """
 
 from __future__ import annotations
