@@ -10,7 +10,8 @@ keep_recent=3`), each tool output `--size` bytes, driven in process by `stepline
 
 Per store and length it prints the run's total seconds, the mean ms a step in the first and the
 last quarter of the steps (a step: from one model call to the next, the store's work between them
-included), and the bytes written per step, mean over the first and last quarter, counted at the
+included), the same in the process's CPU time (what a busy machine's wait for a core leaves out),
+and the bytes written per step, mean over the first and last quarter, counted at the
 store's boundary:
 
 - `sqlite`: `SqliteStore` in a temporary file; the bytes of every text or blob parameter of each
@@ -50,10 +51,10 @@ if __name__ == "__main__":
 class Meter:
     written: int = 0
     read: int = 0
-    marks: list[tuple[float, int, int]] = field(default_factory=list[tuple[float, int, int]])
+    marks: list[tuple[float, int, int, float]] = field(default_factory=list[tuple[float, int, int, float]])
 
     def mark(self) -> None:
-        self.marks.append((time.perf_counter(), self.written, self.read))
+        self.marks.append((time.perf_counter(), self.written, self.read, time.process_time()))
 
 
 def _size(value: Any) -> int:
@@ -166,12 +167,11 @@ def _run(store: Any, blobs: Any, steps: int, size: int, meter: Meter) -> dict[st
     meter.mark()
     if result.status != "completed":
         raise SystemExit(f"the run ended {result.status}: {result.stream_errors}")
-    intervals = [(b[0] - a[0], b[1] - a[1], b[2] - a[2]) for a, b in zip(meter.marks, meter.marks[1:], strict=False)][
-        :steps
-    ]
+    pairs = zip(meter.marks, meter.marks[1:], strict=False)
+    intervals = [(b[0] - a[0], b[1] - a[1], b[2] - a[2], b[3] - a[3]) for a, b in pairs][:steps]
     quarter = max(1, len(intervals) // 4)
 
-    def mean(rows: list[tuple[float, int, int]], index: int) -> float:
+    def mean(rows: list[tuple[float, int, int, float]], index: int) -> float:
         return sum(r[index] for r in rows) / len(rows)
 
     first, last = intervals[:quarter], intervals[-quarter:]
@@ -180,6 +180,8 @@ def _run(store: Any, blobs: Any, steps: int, size: int, meter: Meter) -> dict[st
         "total_s": round(total, 2),
         "ms_first": round(1000 * mean(first, 0)),
         "ms_last": round(1000 * mean(last, 0)),
+        "cpu_ms_first": round(1000 * mean(first, 3)),
+        "cpu_ms_last": round(1000 * mean(last, 3)),
         "kb_written_first": round(mean(first, 1) / 1000),
         "kb_written_last": round(mean(last, 1) / 1000),
         "kb_read_first": round(mean(first, 2) / 1000),
@@ -245,11 +247,13 @@ def _rows(args: argparse.Namespace, shared: str | None) -> list[dict[str, Any]]:
 
 def _print(title: str, rows: list[dict[str, Any]]) -> None:
     print(f"\n{title}")
-    header = "store   steps  total s  ms/step first  last   KB written/step first  last   KB read/step first  last"
+    header = "store   steps  total s  ms/step first  last   CPU ms/step first  last"
+    header += "   KB written/step first  last   KB read/step first  last"
     print(header)
     for r in rows:
         print(
             f"{r['store']:<7} {r['steps']:>5} {r['total_s']:>8} {r['ms_first']:>14} {r['ms_last']:>5}"
+            f" {r['cpu_ms_first']:>18} {r['cpu_ms_last']:>5}"
             f" {r['kb_written_first']:>22} {r['kb_written_last']:>5} {r['kb_read_first']:>19} {r['kb_read_last']:>5}"
             + (f"   db {r['db_mb']} MB" if "db_mb" in r else "")
         )

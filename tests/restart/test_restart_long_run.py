@@ -15,8 +15,10 @@ killed after it never asked again; the summaries stored equal the summaries answ
 read once; the final message is the stored one and the one the whole stream reduces to; resuming
 after a position gives exactly the rest.
 
-N is `STEPLINE_TEST_LONG_STEPS`, `SUITE_STEPS` in the suite (a 500-step run takes minutes).
-Measured (2 cores shared with other agents): see the module's `SUITE_STEPS` note.
+N is `STEPLINE_TEST_LONG_STEPS`, `SUITE_STEPS` (80) in the suite: a 500-step run takes minutes.
+Measured on 2 cores shared with other work (load 13-18; `-s` prints the figures): 80 steps in
+1-2.5 min, 4 compactions, 87 requests, the largest 25,736 tokens; 500 steps in 12 min, 32
+compactions, 535 requests (500 steps, the answer, 32 summaries, the two held), the largest 25,769.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +41,6 @@ from tests.restart.long_run_model import STEPS_VARIABLE, URL_VARIABLE, Hold, Lon
 from tests.restart.process import DevProcess, Follower, journal_lines, poll, start_dev
 from tests.support.fake_openai import FakeOpenAI
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
-
 SUITE_STEPS = 80
 """The suite's length; `STEPLINE_TEST_LONG_STEPS=500` runs the issue's."""
 CHAT = "long-kill"
@@ -48,6 +49,11 @@ Frames = list[tuple[str | None, str]]
 
 def steps() -> int:
     return int(os.environ.get(STEPS_VARIABLE) or SUITE_STEPS)
+
+
+RUN_SECONDS = 300 + 4 * steps()
+"""The most the run's rest may take after the last start (a step takes well under a second)."""
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2 * RUN_SECONDS)]
 
 
 @pytest.fixture
@@ -71,10 +77,10 @@ def last_id(frames: Frames) -> str:
     return next(i for i, _ in reversed(frames) if i is not None)
 
 
-def resumed_after(client: httpx.Client, position: str) -> Frames | None:
-    """The frames after `position` of the run's log; None for a 204 (nothing after it)."""
+def resumed_after(client: httpx.Client, position: str, seconds: float = 120) -> Frames | None:
+    """The frames after `position` of the run's log, to its end; None for a 204 (nothing after it)."""
     follower = Follower().follow(client, "GET", f"/api/chat/{CHAT}/stream", headers={"last-event-id": position})
-    assert follower.ended.wait(120) and follower.error is None, follower.error
+    assert follower.ended.wait(seconds) and follower.error is None, follower.error
     assert follower.status in (200, 204), follower.status
     return follower.frames if follower.status == 200 else None
 
@@ -88,6 +94,24 @@ def held(hold: Hold, model: LongWire, dev: DevProcess) -> None:
     """Wait until the fake holds the request `hold` waits for (failing fast if the run ends first)."""
     poll(lambda: hold.reached.is_set() or model.finished() or dev.process.poll() is not None, "the held request", 600)
     assert hold.reached.is_set(), f"never held; the requests: {model.shape()}\n{dev.banner()[-2000:]}"
+
+
+def kill_when_held(
+    hold: Hold, model: LongWire, dev: DevProcess, follow: Callable[[httpx.Client], Follower], seen: str = ""
+) -> Frames:
+    """Follow the run on `dev` until the fake holds `hold`'s request (and the stream shows `seen`), then kill -9."""
+    try:
+        with dev.client(timeout=httpx.Timeout(30, read=None)) as client:
+            follower = follow(client)
+            held(hold, model, dev)
+            if seen:
+                follower.wait_for(seen)
+            killed(dev, follower)
+    finally:
+        model.release(hold)
+        if dev.process.poll() is None:
+            dev.process.kill()
+    return follower.frames
 
 
 def second_summary(request: WireRequest, before: list[WireRequest]) -> bool:
@@ -118,65 +142,53 @@ def test_a_long_run_survives_kill_9_in_and_right_after_a_compaction(
     def start() -> DevProcess:
         return start_dev(tmp_path / "data", tmp_path, journal=journal, model="scripted", extra_env=env)
 
-    frames: Frames = []
-    run: dict[str, str] = {}
+    started = time.monotonic()
+    user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": f"Read all {total} parts."}]}
+    body = {"id": CHAT, "messages": [user], "trigger": "submit-message"}
 
     # 1. Killed while the second compaction's summarizer request is in flight.
-    during = model.hold(second_summary)
-    first = start()
-    try:
-        client = first.client(timeout=httpx.Timeout(30, read=None))
-        user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": f"Read all {total} parts."}]}
-        body = {"id": CHAT, "messages": [user], "trigger": "submit-message"}
-        follower = Follower().follow(client, "POST", "/api/chat", json=body)
-        follower.wait_for('"start"')
-        run["id"] = json.loads(follower.frames[0][1])["messageMetadata"]["runId"]
-        held(during, model, first)
-        killed(first, follower)
-        client.close()
-    finally:
-        model.release(during)
-        if first.process.poll() is None:
-            first.process.kill()
-    frames += follower.frames
-    assert f"summary-{run['id']}-1" in sse(frames) and f"summary-{run['id']}-2" not in sse(frames)
+    hold = model.hold(second_summary)
+    frames = kill_when_held(
+        hold, model, start(), lambda client: Follower().follow(client, "POST", "/api/chat", json=body)
+    )
+    run_id = json.loads(frames[0][1])["messageMetadata"]["runId"]
+    assert f"summary-{run_id}-1" in sse(frames) and f"summary-{run_id}-2" not in sse(frames)
 
     # 2. Killed right after the third compaction step: its summary streamed, the next step's request held.
-    after = model.hold(step_after_third_summary)
+    hold = model.hold(step_after_third_summary)
     second = start()
-    try:
-        client = second.client(timeout=httpx.Timeout(30, read=None))
-        assert "unfinished run" in second.banner(), second.banner()
-        follower = Follower().follow(
-            client, "GET", f"/api/chat/{CHAT}/stream", headers={"last-event-id": last_id(frames)}
-        )
-        held(after, model, second)
-        follower.wait_for(f'"summary-{run["id"]}-3"')
-        killed(second, follower)
-        client.close()
-    finally:
-        model.release(after)
-        if second.process.poll() is None:
-            second.process.kill()
-    frames += follower.frames
+    position = {"last-event-id": last_id(frames)}
+    frames += kill_when_held(
+        hold,
+        model,
+        second,
+        lambda client: Follower().follow(client, "GET", f"/api/chat/{CHAT}/stream", headers=position),
+        seen=f'"summary-{run_id}-3"',
+    )
+    assert "unfinished run" in second.banner(), "the second server drove the run on"
 
     # 3. Started again: the run goes on from the third compaction's checkpoint to its end.
     third = start()
     try:
         with third.client(timeout=httpx.Timeout(30, read=None)) as client:
-            rest = resumed_after(client, last_id(frames))
+            rest = resumed_after(client, last_id(frames), RUN_SECONDS)
             assert rest is not None and rest[-1] == (None, "[DONE]")
             frames += rest
-            poll(lambda: get(client, f"/api/runs/{run['id']}")["status"] == "completed", "the run completed", 60)
+            poll(lambda: get(client, f"/api/runs/{run_id}")["status"] == "completed", "the run completed", 60)
             stored = get(client, f"/api/conversations/{CHAT}")["messages"][-1]
             check_the_wire(model, total)
-            check_the_message(model, stored, frames, run["id"], total)
+            check_the_message(model, stored, frames, run_id, total)
             check_the_replay(client, frames)
     finally:
         if third.process.poll() is None:
             third.stop(signal.SIGTERM)
     parts = [int(line.split()[-1]) for line in journal_lines(journal)]
     assert parts == list(range(1, total + 1)), "each part read once, in order"
+    tokens = [r.tokens for r in model.journal]
+    print(  # figures, shown with -s
+        f"\n{total} steps in {time.monotonic() - started:.0f} s: {len(model.answered('summary'))} compactions, "
+        f"{len(tokens)} requests, the largest {max(tokens)} tokens of {model.window}; {len(frames)} frames"
+    )
 
 
 def check_the_wire(model: LongWire, total: int) -> None:

@@ -6,8 +6,11 @@ so the checkpoint written at step k held k step records. Stored in pages (`messa
 state keeps `stepPages` and an empty `steps`; an earlier step's record no longer changes once its
 outputs are previews, so the pages holding it are the same bytes, under the same digest, in every
 later checkpoint, and a write stores only the pages whose digest is not known stored (the pages of
-the checkpoint before it, or ones this process wrote). The rest of the state (the messages the next
-request sends, the pending approvals, the usage) is stored as before.
+the checkpoint before it, or ones this process wrote). The pages of the run's last checkpoint this
+process wrote or read (`PageCache.note`) are compared with the records instead of serialized: a
+full page whose records are unchanged is kept as it is, so a checkpoint serializes and hashes only
+its last page's records and the new ones, not the run's whole past. The rest of the state (the
+messages the next request sends, the pending approvals, the usage) is stored as before.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from ..protocol._json import dumps
-from .message_pages import STEP_PAGES_KEY, PageCache, StoredPage, decode_pages, plan_pages
+from .message_pages import STEP_PAGES_KEY, PageCache, StoredPage, decode_pages, page_bytes, plan_pages
 from .records import CheckpointRecord
 
 __all__ = ["checkpoint_json", "load_checkpoint", "step_page_digests"]
@@ -33,13 +36,20 @@ def checkpoint_json(
     listed = cast(list[object], steps) if isinstance(steps, list) else []
     # only a non-empty list of records is paged: any other state is stored exactly as given
     records = [cast(dict[str, Any], step) for step in listed if isinstance(step, dict)]
-    plan = plan_pages(records, known=known) if records and len(records) == len(listed) else None
+    if not records or len(records) != len(listed):
+        return dumps(record.model_dump(mode="json"))
+    # the run's previous checkpoint's full pages that this one begins with are kept, not serialized again
+    plan = plan_pages(records, cache.noted(record.user_id, record.run_id), known)
     if plan is None:
         return dumps(record.model_dump(mode="json"))
-    for page, data in plan.new:
+    written = known | {page.digest for page, _ in plan.new}
+    # a remembered page is stored unless its checkpoint's write failed: one not known stored is written too
+    again = [(page, page_bytes(page.parts)) for page in plan.pages if page.digest not in written]
+    for page, data in [*plan.new, *again]:
         write(page, data)
     for page in plan.pages:
         cache.add(record.user_id, page)
+    cache.note(record.user_id, record.run_id, plan.pages)
     fields = record.model_dump(mode="json", exclude={"state"})
     state = {**record.state, "steps": [], STEP_PAGES_KEY: [page.ref() for page in plan.pages]}
     return dumps({**fields, "state": state})
@@ -60,5 +70,7 @@ def load_checkpoint(data: dict[str, Any], cache: PageCache, load: Callable[[str,
     if not isinstance(state, dict) or STEP_PAGES_KEY not in state:
         return CheckpointRecord.model_validate(data)
     restored = dict(cast(dict[str, Any], state))
-    restored["steps"], _ = decode_pages(str(data["user_id"]), restored.pop(STEP_PAGES_KEY), cache, load)
+    user_id = str(data["user_id"])
+    restored["steps"], pages = decode_pages(user_id, restored.pop(STEP_PAGES_KEY), cache, load)
+    cache.note(user_id, str(data["run_id"]), pages)
     return CheckpointRecord.model_validate({**data, "state": restored})

@@ -42,6 +42,7 @@ __all__ = [
     "StoredPage",
     "copy_parts",
     "decode_pages",
+    "page_bytes",
     "plan_pages",
 ]
 
@@ -81,6 +82,11 @@ class PagePlan:
 def copy_parts(parts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """A JSON-shaped copy (strings shared: they are immutable), so a caller's edits never reach a cached page."""
     return [cast(dict[str, Any], json_copy(part)) for part in parts]
+
+
+def page_bytes(parts: Sequence[Mapping[str, Any]]) -> bytes:
+    """A page's stored bytes: the JSON array of its parts."""
+    return ("[" + ",".join(dumps(part) for part in parts) + "]").encode("utf-8")
 
 
 def plan_pages(
@@ -127,13 +133,41 @@ def plan_pages(
 
 
 class PageCache:
-    """Parsed pages by (user, digest), least recently used dropped past `max_bytes`; thread-safe."""
+    """Parsed pages by (user, digest), least recently used dropped past `max_bytes`; thread-safe.
+
+    It also remembers, per (user, key), the pages of the last version written or read of a record
+    kept in pages (`note`, `noted`): a run's checkpoints, so the next checkpoint of the run keeps
+    its unchanged full pages without serializing them again.
+    """
+
+    NOTED: Final = 1_024
+    """Records whose last pages are remembered (least recently noted forgotten first)."""
 
     def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
         self._pages: OrderedDict[tuple[str, str], StoredPage] = OrderedDict()
         self._bytes = 0
         self._max = max_bytes
         self._lock = threading.Lock()
+        self._noted: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
+
+    def note(self, user_id: str, key: str, pages: Sequence[StoredPage]) -> None:
+        """Remember `pages` as the last version of the record `key` (a run's checkpoint)."""
+        with self._lock:
+            self._noted[(user_id, key)] = tuple(page.digest for page in pages)
+            self._noted.move_to_end((user_id, key))
+            while len(self._noted) > self.NOTED:
+                self._noted.popitem(last=False)
+
+    def noted(self, user_id: str, key: str) -> list[StoredPage]:
+        """The pages last noted for `key`, as far as they are still cached (a prefix of them)."""
+        found: list[StoredPage] = []
+        with self._lock:
+            for digest in self._noted.get((user_id, key), ()):
+                page = self._pages.get((user_id, digest))
+                if page is None:
+                    break
+                found.append(page)
+        return found
 
     def get(self, user_id: str, digest: str) -> StoredPage | None:
         with self._lock:

@@ -7,6 +7,7 @@ boundary — SQLite's rows as written, DynamoDB's items and the blobs PUT — ne
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,11 @@ import pytest
 from stepline import Agent
 from stepline.context.policy import ContextPolicy
 from stepline.loop.stop import is_step_count
+from stepline.store import message_pages
 from stepline.store import sqlite as sqlite_module
 from stepline.store.blobs import BlobIntegrityError, MemoryBlobStore
-from stepline.store.message_pages import PAGE_BYTES, StoredPage, plan_pages
+from stepline.store.checkpoint_pages import checkpoint_json
+from stepline.store.message_pages import PAGE_BYTES, STEP_PAGES_KEY, PageCache, StoredPage, plan_pages
 from stepline.store.records import CheckpointRecord, MessageRecord
 from stepline.store.sqlite import SqliteStore
 from stepline.testing.harness import Harness
@@ -201,3 +204,54 @@ def test_deleting_the_conversation_deletes_its_pages(tmp_path: Path) -> None:
     store.delete_conversation(message.user_id, message.conversation_id)
     assert not [row for row in store.dump() if row[0].startswith("page/")]
     store.close()
+
+
+def _checkpoint(steps: int, seq: int) -> CheckpointRecord:
+    records = [{"index": i, "preview": f"{i}:" + "x" * OUTPUT} for i in range(steps)]
+    return CheckpointRecord(
+        user_id="u1", run_id="r1", seq=seq, step_index=steps, state={"steps": records}, created_at=0
+    )
+
+
+def _refs(body: str) -> list[str]:
+    return [ref["sha256"] for ref in json.loads(body)["state"][STEP_PAGES_KEY]]
+
+
+def test_a_checkpoint_keeps_the_previous_ones_full_step_pages_without_serializing_them_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cache = PageCache()
+    written: dict[str, bytes] = {}
+    first = checkpoint_json(
+        _checkpoint(30, 1), lambda page, data: written.update({page.digest: data}), frozenset(), cache
+    )
+    serialized: list[object] = []
+    real = message_pages.dumps
+
+    def counting(value: Any) -> str:
+        serialized.append(value)
+        return real(value)
+
+    monkeypatch.setattr(message_pages, "dumps", counting)
+    again: dict[str, bytes] = {}
+    second = checkpoint_json(
+        _checkpoint(31, 2), lambda page, data: again.update({page.digest: data}), frozenset(_refs(first)), cache
+    )
+    step_records = [v for v in serialized if isinstance(v, dict) and "preview" in v]
+    assert len(step_records) <= 4, len(step_records)  # the open page's records and the new one, not all 31
+    assert _refs(second)[:-1] == _refs(first)[:-1] and set(again) == {_refs(second)[-1]}
+    pages = [json.loads({**written, **again}[digest]) for digest in _refs(second)]
+    assert [r for page in pages for r in page] == _checkpoint(31, 2).state["steps"]
+
+
+def test_a_remembered_page_not_known_stored_is_written_again() -> None:
+    # the first checkpoint's write failed after its pages were planned: nothing of it is stored
+    cache = PageCache()
+    checkpoint_json(_checkpoint(30, 1), lambda page, data: None, frozenset(), cache)
+    written: dict[str, bytes] = {}
+    second = checkpoint_json(
+        _checkpoint(31, 1), lambda page, data: written.update({page.digest: data}), frozenset(), cache
+    )
+    assert set(_refs(second)) <= set(written)
+    pages = [json.loads(written[digest]) for digest in _refs(second)]
+    assert [r for page in pages for r in page] == _checkpoint(31, 1).state["steps"]
