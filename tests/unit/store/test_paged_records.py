@@ -227,3 +227,24 @@ def test_deleting_the_conversation_deletes_its_pages(tmp_path: Path) -> None:
     store.delete_conversation(message.user_id, message.conversation_id)
     assert not [row for row in store.dump() if row[0].startswith("page/")]
     store.close()
+
+
+def test_a_paged_message_item_leaves_out_the_content_its_pages_give_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    from moto import mock_aws
+
+    from stepline.store.turns import visible_text
+    from tests.support.dynamo_store import make_dynamo_store
+
+    use_fake_aws(monkeypatch)
+    with mock_aws():
+        store, _ = make_dynamo_store(blobs=MemoryBlobStore())
+        parts: list[dict[str, Any]] = [{"type": "text", "text": "x" * 6_000}, {"type": "text", "text": "y" * 6_000}]
+        record = MessageRecord(
+            user_id="u", conversation_id="c", message_id="m", seq=1, role="assistant", parts=parts,
+            content=visible_text(parts), created_at=1,
+        )  # fmt: skip
+        item = store.encode(record)
+        assert "partPages" in item["data"]["S"] and "xxxx" not in item["data"]["S"]  # neither parts nor content
+        assert store.decode(item) == record
+        summary = record.model_copy(update={"content": "not the text parts joined"})
+        assert store.decode(store.encode(summary)) == summary  # a content of its own is kept
