@@ -47,7 +47,7 @@ from ..store.unit_reads import UnitReads
 from ..store.usage_counters import UsageCounters
 from .cursors import decode_cursor, encode_cursor
 from .dynamo_counters import DynamoCounters
-from .dynamo_items import ACTIVE_RUN_KEYS, KIND_OF, KINDS, num_attr, str_attr
+from .dynamo_items import ACTIVE_RUN_KEYS, KIND_OF, KINDS, num_attr, record_fields, str_attr
 from .dynamo_pages import MESSAGE_INLINE_BYTES, PagedRecords
 from .dynamo_slots import DynamoSlots
 from .dynamo_unit import DynamoUnit
@@ -118,7 +118,7 @@ class DynamoStore(TransactionalStore, UnitReads):
         elif isinstance(record, CheckpointRecord) and self._paged is not None:
             data = self._paged.checkpoint_json(record)
         else:
-            data = dumps(record.model_dump(mode="json"))
+            data = dumps(record_fields(record))
         encoded: dict[str, Any] = {"kind": str_attr(KIND_OF[type(record)])}
         threshold = self._checkpoint_threshold if isinstance(record, CheckpointRecord) else self._threshold
         if self._blobs is not None and len(data.encode()) > threshold:
