@@ -20,7 +20,9 @@ model at 40 tokens a second, 4 s a step), and a tool call streamed in 10 input d
 - API Gateway: one request per HTTP request;
 - Event API (stream push, the template's default): one publish per notification of the run's
   writer, one delivery per stream subscribed at that moment, and each stream's connection time;
-- S3: the requests of the blob store's client (by a botocore hook).
+- S3: the requests of the blob store's client (by a botocore hook);
+- a model step's CPU before its model call (outside DynamoDB calls: what Lambda's CPU share would
+  add to its time to first token) and the process's peak RSS (everything in one process).
 
 The shapes:
 
