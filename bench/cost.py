@@ -20,7 +20,9 @@ model at 40 tokens a second, 4 s a step), and a tool call streamed in 10 input d
 - API Gateway: one request per HTTP request;
 - Event API (stream push, the template's default): one publish per notification of the run's
   writer, one delivery per stream subscribed at that moment, and each stream's connection time;
-- S3: the requests of the blob store's client (by a botocore hook).
+- S3: the requests of the blob store's client (by a botocore hook);
+- a model step's CPU before its model call (outside DynamoDB calls: what Lambda's CPU share would
+  add to its time to first token) and the process's peak RSS (everything in one process).
 
 The shapes:
 
@@ -46,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import threading
@@ -188,6 +191,13 @@ def measure(shape: Shape, args: argparse.Namespace) -> Bill:
     model = ScriptedModel.from_script(script(shape, args.deltas, args.delta_ms), model_id="scripted-cost")
     tools, approval = load_toolset(DEFAULT_TOOLS)
     observed = Observed()
+    play = model.stream
+
+    def stream(options: Any) -> Any:
+        observed.model_called()
+        return play(options)
+
+    setattr(model, "stream", stream)  # noqa: B010 - marks where a step's work before its first token ends
 
     def make_services(**backend: Any) -> Services:
         return Services(
@@ -213,6 +223,8 @@ def measure(shape: Shape, args: argparse.Namespace) -> Bill:
         bill = observed.bill(usage, backend.workflow, run_id, memory_gb())
         # The app's event loop ran every HTTP request; its thread's CPU is the API and stream functions' own work.
         bill.cpu_by["app (uvicorn loop)"] = [observed.stream_seconds, sum(server_cpu), 0.0]
+        bill.before_model = sorted(observed.before_model)
+        bill.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         return bill
 
 
@@ -305,6 +317,13 @@ def report(shape: Shape, label: str, bill: dict[str, Any], wait_sample: float) -
                 f"  CPU {function}: {cpu:.2f} s in {wall:.1f} s wall ({own:.2f} s outside DynamoDB calls, "
                 f"{own / wall if wall else 0:.1%} of the wall time)"
             )
+        if before := bill.get("before_model"):
+            print(
+                f"  CPU ModelStepFunction before the model call (outside DynamoDB calls): median "
+                f"{1000 * before[len(before) // 2]:.0f} ms, max {1000 * before[-1]:.0f} ms over {len(before)} steps"
+            )
+        if rss := bill.get("peak_rss_mb"):
+            print(f"  peak RSS of the whole process (moto, the app and every function in it): {rss:.0f} MB")
 
 
 def as_json(bill: Bill) -> dict[str, Any]:
@@ -315,6 +334,8 @@ def as_json(bill: Bill) -> dict[str, Any]:
         "requests": sorted(bill.dynamodb_requests.items()),
         "wait": [bill.wait.write_units, bill.wait.read_units],
         "cpu": bill.cpu_by,
+        "before_model": bill.before_model,
+        "peak_rss_mb": bill.peak_rss_mb,
     }
 
 

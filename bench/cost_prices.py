@@ -71,6 +71,10 @@ class Bill:
     wait: Usage = field(default_factory=Usage)
     """The DynamoDB units of the waits (included above)."""
     cpu_by: dict[str, list[float]] = field(default_factory=dict[str, list[float]])
+    before_model: list[float] = field(default_factory=list[float])
+    """A model step's CPU seconds before its model call, per step (outside DynamoDB calls), sorted."""
+    peak_rss_mb: float = 0.0
+    """The measuring process's peak resident set (everything in one process: an upper bound)."""
     """Per function: [wall seconds, CPU seconds, of which inside DynamoDB calls] (not billed: sizing)."""
 
     def lines(self, prices: Prices = PRICES) -> list[tuple[str, str, float]]:

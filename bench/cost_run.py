@@ -54,7 +54,16 @@ class Observed:
         self.wait_usage = Usage()
         """What the sampled wait added (counted and scaled), apart from the rest of the run."""
         self.wait_operations = 0
+        self.first_model_call: dict[int, tuple[float, float]] = {}
+        """Per thread: its CPU seconds and those inside DynamoDB calls when the model was first called."""
+        self.before_model: list[float] = []
+        """Per model step invocation: its CPU seconds outside DynamoDB calls before the model call."""
         self._lock = threading.Lock()
+
+    def model_called(self) -> None:
+        """The model is called (a model step's work before its first token ends here)."""
+        thread = threading.get_ident()
+        self.first_model_call.setdefault(thread, (time.thread_time(), self.store_cpu[thread]))
 
     def invoked(self, function: str, seconds: float) -> None:
         with self._lock:
@@ -171,14 +180,19 @@ def wrap_timed(routes: Mapping[str, Handler], observed: Observed) -> dict[str, H
 
         def call(event: Any, context: Any) -> Any:
             started, cpu = time.monotonic(), time.thread_time()
-            in_store = observed.store_cpu[threading.get_ident()]
+            thread = threading.get_ident()
+            in_store = observed.store_cpu[thread]
+            observed.first_model_call.pop(thread, None)
             try:
                 return handler(event, context)
             finally:
                 wall = time.monotonic() - started
                 observed.invoked(function, wall)
-                store = observed.store_cpu[threading.get_ident()] - in_store
+                store = observed.store_cpu[thread] - in_store
                 observed.used_cpu(function, wall, time.thread_time() - cpu, store)
+                first = observed.first_model_call.pop(thread, None)
+                if first is not None:
+                    observed.before_model.append(first[0] - cpu - (first[1] - in_store))
 
         return call
 

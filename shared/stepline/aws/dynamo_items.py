@@ -2,7 +2,9 @@
 
 One place says where each record lives (`pk`/`sk`, or `pk`/`seq` on the events table) and which
 sparse GSI attributes it carries while it belongs in an index (docs/data-model.md). The `kind`
-names an item's record class so it can be decoded.
+names an item's record class so it can be decoded. An item's `data` leaves out the fields that
+are None by default and None (`record_fields`): write units are counted per started KB, and the
+run, step and tool-call items are written at every step.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ __all__ = [
     "index_attributes",
     "keys",
     "num_attr",
+    "record_fields",
     "str_attr",
 ]
 
@@ -57,6 +60,15 @@ def active_run_key(run_id: str) -> str:
 def str_attr(value: str) -> dict[str, str]:
     """A string attribute value."""
     return {"S": value}
+
+
+def record_fields(record: Record) -> dict[str, Any]:
+    """The record's JSON fields, but those None that are None by default (a read gives them back).
+
+    So a field's default of None must stay None: an item written without it reads it as the default.
+    """
+    fields = type(record).model_fields
+    return {k: v for k, v in record.model_dump(mode="json").items() if v is not None or fields[k].default is not None}
 
 
 def num_attr(value: int) -> dict[str, str]:

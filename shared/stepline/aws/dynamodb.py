@@ -47,12 +47,12 @@ from ..store.unit_reads import UnitReads
 from ..store.usage_counters import UsageCounters
 from .cursors import decode_cursor, encode_cursor
 from .dynamo_counters import DynamoCounters
-from .dynamo_items import ACTIVE_RUN_KEYS, KIND_OF, KINDS, num_attr, str_attr
-from .dynamo_pages import PagedRecords
+from .dynamo_items import ACTIVE_RUN_KEYS, KIND_OF, KINDS, num_attr, record_fields, str_attr
+from .dynamo_pages import MESSAGE_INLINE_BYTES, PagedRecords
 from .dynamo_slots import DynamoSlots
 from .dynamo_unit import DynamoUnit
 
-__all__ = ["CHECKPOINT_OFFLOAD_BYTES", "DynamoStore"]
+__all__ = ["CHECKPOINT_OFFLOAD_BYTES", "MESSAGE_INLINE_BYTES", "DynamoStore"]
 
 T = TypeVar("T")
 MAX_ATTEMPTS = 40
@@ -87,6 +87,7 @@ class DynamoStore(TransactionalStore, UnitReads):
         blobs: Any = None,
         offload_threshold: int = 64 * 1024,
         checkpoint_offload_threshold: int = CHECKPOINT_OFFLOAD_BYTES,
+        message_inline_bytes: int = MESSAGE_INLINE_BYTES,
         delta_retention_ms: int = DELTA_RETENTION_MS,
         sleep: Callable[[float], None] = time.sleep,
         redactor: Redactor | None = None,
@@ -102,7 +103,7 @@ class DynamoStore(TransactionalStore, UnitReads):
         self._checkpoint_threshold = checkpoint_offload_threshold
         self.delta_retention_ms = delta_retention_ms
         self._sleep = sleep
-        self._paged = PagedRecords(blobs) if blobs is not None else None
+        self._paged = PagedRecords(blobs, message_inline_bytes=message_inline_bytes) if blobs is not None else None
         self._tails: dict[tuple[str, str], int] = {}
         """The last seq this store appended per run: where its next append goes, unread."""
         self.counters: UsageCounters = DynamoCounters(client, table=agent_table)
@@ -117,7 +118,7 @@ class DynamoStore(TransactionalStore, UnitReads):
         elif isinstance(record, CheckpointRecord) and self._paged is not None:
             data = self._paged.checkpoint_json(record)
         else:
-            data = dumps(record.model_dump(mode="json"))
+            data = dumps(record_fields(record))
         encoded: dict[str, Any] = {"kind": str_attr(KIND_OF[type(record)])}
         threshold = self._checkpoint_threshold if isinstance(record, CheckpointRecord) else self._threshold
         if self._blobs is not None and len(data.encode()) > threshold:

@@ -13,7 +13,8 @@ it: each *full* page (at least `PAGE_BYTES` of JSON) whose parts are still the f
 placed is kept as it is — not serialized, hashed or written again (the read proved it stored) —
 and the rest become new pages. So a step writes its own parts plus at most one page's worth of the
 parts before them (the open last page), whatever the message's length. A message under
-`PAGE_BYTES` stays inline.
+`PAGE_BYTES` stays inline, or under a smaller `inline_bytes` where a write's cost grows with its
+bytes and a page's does not (DynamoDB's write units against one S3 PUT per page).
 
 Pages are immutable (their name is their digest), so `PageCache` can keep parsed pages across
 reads for as long as the process lives: reading a long message at each step start costs the
@@ -90,11 +91,16 @@ def page_bytes(parts: Sequence[Mapping[str, Any]]) -> bytes:
 
 
 def plan_pages(
-    parts: Sequence[Mapping[str, Any]], read: Sequence[StoredPage] = (), known: frozenset[str] = frozenset()
+    parts: Sequence[Mapping[str, Any]],
+    read: Sequence[StoredPage] = (),
+    known: frozenset[str] = frozenset(),
+    *,
+    inline_bytes: int = PAGE_BYTES,
 ) -> PagePlan | None:
     """The pages for `parts`, keeping the full pages of `read` they begin with; None: keep them inline.
 
     `known`: digests of pages known stored (not to be written again) besides the ones in `read`.
+    `inline_bytes`: below it, parts neither read in pages nor known stay inline (at most `PAGE_BYTES`).
     """
     pages: list[StoredPage] = []
     placed = 0
@@ -127,7 +133,7 @@ def plan_pages(
             group, chunks, size = [], [], 0
     if group:
         close()
-    if not read and not known and (not pages or (len(pages) == 1 and pages[0].size < PAGE_BYTES)):
+    if not read and not known and (not pages or (len(pages) == 1 and pages[0].size < inline_bytes)):
         return None
     return PagePlan(pages, new)
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from stepline import Agent
+from stepline.aws.dynamo_pages import MESSAGE_INLINE_BYTES
 from stepline.context.policy import ContextPolicy
 from stepline.loop.stop import is_step_count
 from stepline.store import message_pages
@@ -71,21 +72,21 @@ def test_a_changed_part_rewrites_its_page_and_the_pages_after_it() -> None:
     assert [page for page, _ in plan.new] == plan.pages[1:]  # part 5's page and the ones after it
 
 
-def _agent(total: int) -> Agent:
-    return Agent(name="long", tools=[read_tool(OUTPUT)], context=POLICY, stop_when=is_step_count(total + 5))
+def _agent(total: int, output: int = OUTPUT) -> Agent:
+    return Agent(name="long", tools=[read_tool(output)], context=POLICY, stop_when=is_step_count(total + 5))
 
 
 Counters = dict[str, int]
 
 
-def _per_step(harness: Harness, counters: Counters, task: LongTask) -> dict[str, list[int]]:
+def _per_step(harness: Harness, counters: Counters, task: LongTask, output: int = OUTPUT) -> dict[str, list[int]]:
     """Bytes written between one model call and the next, per counter (what a step wrote)."""
     marks: list[Counters] = []
     task.before_answer = lambda kind, _count: marks.append(dict(counters)) if kind == "step" else None
     result = harness.turn(f"Read all {task.total} parts.")
     assert result.status == "completed", result.stream_errors
     outputs = [p["output"] for p in result.stored_message["parts"] if p.get("type") == "tool-read"]
-    assert len(outputs) == task.total and all(len(o) == OUTPUT for o in outputs)  # the message keeps them whole
+    assert len(outputs) == task.total and all(len(o) == output for o in outputs)  # the message keeps them whole
     assert [t.input for t in result.tool_calls] == [{"part": k} for k in range(1, task.total + 1)]
     marks.append(dict(counters))
     return {name: [b[name] - a[name] for a, b in zip(marks, marks[1:], strict=False)] for name in counters}
@@ -128,22 +129,25 @@ def test_the_bytes_a_step_writes_on_sqlite_do_not_grow_with_the_run(
 
 
 class _CountingBlobs(MemoryBlobStore):
-    """Counts the bytes PUT under `counting` (the kind of record the store is encoding), if set."""
+    """Counts the bytes and the PUTs under `counting` (the kind of record the store is encoding), if set."""
 
     def __init__(self) -> None:
         super().__init__()
         self.counting: str | None = None
-        self.counters = {"message": 0, "checkpoint": 0}
+        self.counters = {"message": 0, "checkpoint": 0, "message item": 0, "message puts": 0}
 
     def put(self, user_id: str, data: bytes, *, media_type: str | None = None, kind: str = "blobs") -> Any:
         if self.counting is not None:
             self.counters[self.counting] += len(data)
+            if self.counting == "message":
+                self.counters["message puts"] += 1
         return super().put(user_id, data, media_type=media_type, kind=kind)
 
 
-def test_the_bytes_a_step_writes_on_dynamodb_and_s3_do_not_grow_with_the_run(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _dynamo_per_step(
+    monkeypatch: pytest.MonkeyPatch, *, steps: int = STEPS, output: int = OUTPUT
+) -> dict[str, list[int]]:
+    """A step's bytes of message and checkpoint on DynamoDB+S3: the items as encoded plus the blobs PUT."""
     from moto import mock_aws
 
     from tests.support.dynamo_store import make_dynamo_store
@@ -163,13 +167,35 @@ def test_the_bytes_a_step_writes_on_dynamodb_and_s3_do_not_grow_with_the_run(
             finally:
                 blobs.counting = None
             if name is not None:  # the item's own attributes, as the transaction writes them
-                blobs.counters[name] += sum(len(str(value)) for value in item.values())
+                size = sum(len(str(value)) for value in item.values())
+                blobs.counters[name] += size
+                blobs.counters["message item"] += size if name == "message" else 0
             return item
 
         monkeypatch.setattr(store, "encode", counting)
-        task = LongTask(total=STEPS)
-        harness = Harness(_agent(STEPS), model=long_task_model(task), store=store, blobs=blobs)  # pyright: ignore[reportArgumentType]
-        _assert_flat(_per_step(harness, blobs.counters, task))
+        task = LongTask(total=steps)
+        harness = Harness(_agent(steps, output), model=long_task_model(task), store=store, blobs=blobs)  # pyright: ignore[reportArgumentType]
+        return _per_step(harness, blobs.counters, task, output)
+
+
+def test_the_bytes_a_step_writes_on_dynamodb_and_s3_do_not_grow_with_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _assert_flat(_dynamo_per_step(monkeypatch))
+
+
+def test_a_short_message_on_dynamodb_is_not_rewritten_whole_at_each_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The shape of a typical run: 2 KB tool outputs, the message far under a page's 64 KB. Inline, a
+    # step rewrote the whole message in its step-end transaction (2 write units a KB): k outputs at
+    # step k, 80 KB by step 40 here. In pages from MESSAGE_INLINE_BYTES on, the item keeps the page
+    # references and a step PUTs the open page (and one it closed): a PUT costs the same at any size.
+    output, steps = 2_000, 40
+    per_step = _dynamo_per_step(monkeypatch, steps=steps, output=output)
+    item_bound = 2 * MESSAGE_INLINE_BYTES  # a step writes its message twice at most
+    assert 4 * item_bound < steps * output
+    assert max(per_step["message item"]) <= item_bound, per_step["message item"]
+    assert max(per_step["message puts"]) <= 4, per_step["message puts"]  # two writes, each its open page and one closed
+    assert sum(per_step["message puts"]) <= 2 * steps, per_step["message puts"]
 
 
 def _long_message(store: SqliteStore) -> MessageRecord:
@@ -255,3 +281,24 @@ def test_a_remembered_page_not_known_stored_is_written_again() -> None:
     assert set(_refs(second)) <= set(written)
     pages = [json.loads(written[digest]) for digest in _refs(second)]
     assert [r for page in pages for r in page] == _checkpoint(31, 1).state["steps"]
+
+
+def test_a_paged_message_item_leaves_out_the_content_its_pages_give_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    from moto import mock_aws
+
+    from stepline.store.turns import visible_text
+    from tests.support.dynamo_store import make_dynamo_store
+
+    use_fake_aws(monkeypatch)
+    with mock_aws():
+        store, _ = make_dynamo_store(blobs=MemoryBlobStore())
+        parts: list[dict[str, Any]] = [{"type": "text", "text": "x" * 6_000}, {"type": "text", "text": "y" * 6_000}]
+        record = MessageRecord(
+            user_id="u", conversation_id="c", message_id="m", seq=1, role="assistant", parts=parts,
+            content=visible_text(parts), created_at=1,
+        )  # fmt: skip
+        item = store.encode(record)
+        assert "partPages" in item["data"]["S"] and "xxxx" not in item["data"]["S"]  # neither parts nor content
+        assert store.decode(item) == record
+        summary = record.model_copy(update={"content": "not the text parts joined"})
+        assert store.decode(store.encode(summary)) == summary  # a content of its own is kept
