@@ -1,7 +1,7 @@
 """Cold start: what importing each Lambda function's `app.py` and building its services costs.
 
     .venv/bin/python bench/cold_start.py [--runs R] [--model openai:gpt-5.1] [--also DIR]
-    .venv/bin/python bench/cold_start.py --built BUILD_DIR [--runs R]   (bench/cold_start_built.py)
+    .venv/bin/python bench/cold_start.py --built BUILD_DIR [--runs R] [--also OTHER_BUILD_DIR]   (cold_start_built.py)
 
 Each measurement is a fresh Python process (R of them per function, 5 by default, taken in rounds
 that sample every row once; the median is printed), as a Lambda cold start is: `import` =
@@ -116,7 +116,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--model", default="openai:gpt-5.1")
-    parser.add_argument("--also", metavar="DIR", help="also measure another checkout's shared/ (before a change)")
+    parser.add_argument(
+        "--also", metavar="DIR", help="also measure another checkout's shared/ (with --built: another build)"
+    )
     parser.add_argument("--tracing", choices=["off", "xray", "otlp"], default="off", help="also rows with this mode")
     parser.add_argument("--built", metavar="DIR", help="measure a `sam build` output (cold_start_built.py)")
     parser.add_argument("--runtime", default=str(ROOT / ".lambda-runtime"), help="with --built: the runtime's boto3")
@@ -143,7 +145,8 @@ def main() -> None:
 
         keep = ("AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "OPENAI_API_KEY")
         built_env = {k: v for k, v in env.items() if k.startswith(("STEPLINE_", "POWERTOOLS_")) or k in keep}
-        run_built(Path(args.built).resolve(), Path(args.runtime).resolve(), args.python, args.runs, built_env)
+        other = Path(args.also).resolve() if args.also else None
+        run_built(Path(args.built).resolve(), Path(args.runtime).resolve(), args.python, args.runs, built_env, other)
         return
     targets = {"(python, nothing)": "nothing", "(import boto3)": "boto3"}
     functions = ROOT / "shared" / "stepline" / "stack" / "functions"

@@ -1,19 +1,20 @@
 """Cold start on the built artifact: each function of a `sam build` output imported as Lambda would.
 
-    .venv/bin/python bench/cold_start.py --built .aws-sam/build [--runs R]
+    .venv/bin/python bench/cold_start.py --built .aws-sam/build [--runs R] [--also OTHER_BUILD]
 
 Each sample is a fresh `python3.13 -I -S -B` process (no site-packages, no environment but the
 function's; `-B`: it writes no .pyc, as nothing can on Lambda's read-only folders) whose `sys.path`
 is what Lambda's has: the function's folder (/var/task), the shared
 layer's `python/` (/opt/python) and the runtime folder (`.lambda-runtime`: boto3 as the Lambda
 runtime has it). `import` = importing the function's `app` (Lambda's init phase); `init` = what
-the state machine's workers build on their first invocation (`services_from_env`, the reconciler
-its store; the API functions build theirs during import). ScheduleDispatchFunction and
-CallbackSenderFunction are left out: their app.py imports `stepline.api` (FastAPI), which their
-built folders do not carry, so they fail to import on the artifact (a defect of its own). The
-reference, in the same rounds: a process that imports boto3 alone from the runtime folder. Median
-of R samples (5 by default), taken in rounds that sample every row once, so load drift weighs on
-every row alike. The ratio is total / boto3's; the issue's target is ≤ 2.
+each function builds on its first invocation before it does any work (`services_from_env`, the
+reconciler its store; the schedule dispatcher and the callback sender their services and boto3
+clients, but not the callback secret's read, which is a network call; the API functions build
+theirs during import). The reference, in the same rounds: a process that imports boto3 alone
+from the runtime folder. Median of R samples (5 by default), taken in rounds that sample every row
+once, so load drift weighs on every row alike; `cpu` is the median of the process's user + system
+time (less sensitive than wall time to a busy machine). The ratio is total / boto3's; the target
+is ≤ 2. `--also OTHER_BUILD` adds the same rows for another build (before a change) to the rounds.
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ RUNTIME_FUNCTIONS = {
     "ReconcilerFunction": "reconciler",
     "ApiFunction": "api",
     "StreamFunction": "api",
+    "ScheduleDispatchFunction": "schedule_dispatch",
+    "CallbackSenderFunction": "callback_sender",
 }
 PROBE = r"""
-import json, sys, time
+import json, os, sys, time
 started = time.perf_counter()
 kind = sys.argv[1]
 sys.path[:0] = sys.argv[2:]
@@ -45,14 +48,24 @@ else:
     import app
 imported = time.perf_counter()
 if kind == "reconciler":
-    import os
     from stepline.aws.wiring import Settings, _reconciler
     _reconciler(Settings.from_env(os.environ))
 elif kind in ("model_step", "await_input", "expire_input", "finalize_run", "fail_run"):
     from stepline.aws.wiring import services_from_env
     services_from_env(model_now=kind == "model_step")
+elif kind in ("schedule_dispatch", "callback_sender"):
+    from stepline.aws.unattended import DynamoScheduleState
+    from stepline.aws.unattended_wiring import UnattendedSettings, _client
+    from stepline.aws.wiring import Settings, services_from_env
+    services_from_env()
+    if kind == "schedule_dispatch":
+        DynamoScheduleState(_client("dynamodb"), Settings.from_env(os.environ).agent_table)
+    else:
+        UnattendedSettings.from_env(os.environ)
+        _client("secretsmanager"), _client("dynamodb"), _client("sqs")
 done = time.perf_counter()
-print(json.dumps({"import": imported - started, "init": done - imported, "modules": len(sys.modules)}))
+cpu = sum(os.times()[:2])  # the whole process: user + system
+print(json.dumps({"import": imported - started, "init": done - imported, "cpu": cpu, "modules": len(sys.modules)}))
 """
 
 
@@ -63,28 +76,40 @@ def _sample(python: str, kind: str, paths: list[str], env: dict[str, str]) -> di
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def run_built(build: Path, runtime: Path, python: str, runs: int, env: dict[str, str]) -> None:
-    """Print the table for the functions of `build` (a `sam build --build-dir`)."""
+def _rows(build: Path, runtime: Path, suffix: str) -> list[tuple[str, str, list[str]]]:
     layer = str(build / "SharedLayer" / "python")
-    rows: list[tuple[str, str, list[str]]] = [("(import boto3)", "boto3", [str(runtime)])]
-    rows += [
-        (name, kind, [str(build / name), layer, str(runtime)])
+    return [
+        (name + suffix, kind, [str(build / name), layer, str(runtime)])
         for name, kind in RUNTIME_FUNCTIONS.items()
         if (build / name / "app.py").is_file()
     ]
-    bytecode = sum(1 for _ in Path(layer).rglob("*.cpython-313.pyc"))
+
+
+def run_built(
+    build: Path, runtime: Path, python: str, runs: int, env: dict[str, str], also: Path | None = None
+) -> None:
+    """Print the table for the functions of `build` (a `sam build --build-dir`), and of `also`'s."""
+    rows = [("(import boto3)", "boto3", [str(runtime)]), *_rows(build, runtime, "")]
+    rows += _rows(also, runtime, " (--also)") if also is not None else []
+    bytecode = sum(1 for _ in (build / "SharedLayer" / "python").rglob("*.cpython-313.pyc"))
     clean = {"PATH": os.environ.get("PATH", ""), **env}
     samples: list[list[dict[str, float]]] = [[] for _ in rows]
     for _ in range(runs):
         for index, (_, kind, paths) in enumerate(rows):
             samples[index].append(_sample(python, kind, paths, clean))
-    medians = [
-        {key: statistics.median(s[key] for s in row) for key in ("import", "init", "modules")} for row in samples
-    ]
+    keys = ("import", "init", "cpu", "modules")
+    medians = [{key: statistics.median(s[key] for s in row) for key in keys} for row in samples]
     reference = medians[0]["import"] + medians[0]["init"]
     print(f"built artifact {build}; layer .pyc files: {bytecode}; median of {runs} fresh `python3.13 -I -S`; seconds")
-    print(f"{'function':<26} {'import':>7} {'init':>7} {'total':>7} {'× boto3':>8} {'modules':>8}")
+    if also is not None:
+        print(f"(--also) rows: {also}")
+    print(
+        f"{'function':<35} {'import':>7} {'init':>7} {'total':>7} {'× boto3':>8} {'cpu':>6} {'× cpu':>6} {'modules':>8}"
+    )
     for (label, _, _), m in zip(rows, medians, strict=True):
         total = m["import"] + m["init"]
-        ratio = total / reference
-        print(f"{label:<26} {m['import']:>7.3f} {m['init']:>7.3f} {total:>7.3f} {ratio:>8.2f} {m['modules']:>8.0f}")
+        cpu_ratio = m["cpu"] / medians[0]["cpu"]
+        print(
+            f"{label:<35} {m['import']:>7.3f} {m['init']:>7.3f} {total:>7.3f} {total / reference:>8.2f}"
+            f" {m['cpu']:>6.3f} {cpu_ratio:>6.2f} {m['modules']:>8.0f}"
+        )

@@ -36,6 +36,7 @@ from . import __version__
 from .dev_cli import add_dev_parser
 from .errors import InvalidUIMessageError, MessageConversionError, ProtocolError, StepLineError
 from .project.command import add_init_parser
+from .protocol._base import DEFERRED
 from .protocol._json import dumps, loads_strict
 from .protocol.chunks import UIMessageChunk
 from .protocol.convert_json import convert_ui_messages_json
@@ -47,7 +48,7 @@ from .runs_cli import add_runs_parser
 
 __all__ = ["main"]
 
-_CHUNKS: TypeAdapter[list[UIMessageChunk]] = TypeAdapter(list[UIMessageChunk])
+_CHUNKS: TypeAdapter[list[UIMessageChunk]] = TypeAdapter(list[UIMessageChunk], config=DEFERRED)
 
 
 class CliError(Exception):

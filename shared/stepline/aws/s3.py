@@ -13,8 +13,9 @@ the dev environment, so the client is typed `Any` rather than adding a dependenc
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 import boto3
@@ -69,9 +70,18 @@ class S3BlobStore:
         ```
     """
 
-    def __init__(self, bucket: str, *, client: S3Client | None = None) -> None:
+    def __init__(
+        self, bucket: str, *, client: S3Client | None = None, client_factory: Callable[[], S3Client] | None = None
+    ) -> None:
+        # `client_factory` instead of `client`: the client is made at the first S3 request, not here
+        # (a function's cold start pays for an S3 client only if it touches a blob).
         self.bucket = bucket
-        self._client: S3Client = client if client is not None else make_s3_client()
+        self._given: S3Client | None = client
+        self._factory: Callable[[], S3Client] = client_factory or make_s3_client
+
+    @functools.cached_property
+    def _client(self) -> S3Client:
+        return self._given if self._given is not None else self._factory()
 
     def put(self, user_id: str, data: bytes, *, media_type: str | None = None, kind: str = "blobs") -> BlobRef:
         raw = hashlib.sha256(data).digest()

@@ -141,7 +141,7 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
         )
     except StepLineError as error:
         raise ConfigurationError(str(error)) from None
-    blobs = S3BlobStore(settings.bucket, client=client("s3"))
+    blobs = S3BlobStore(settings.bucket, client_factory=lambda: client("s3"))
     store = DynamoStore(
         client("dynamodb"),
         agent_table=settings.agent_table,
@@ -293,7 +293,7 @@ def _reconciler(
 
     if not settings.state_machine_arn:
         raise ConfigurationError("Stepline environment is not usable: STEPLINE_STATE_MACHINE_ARN: required")
-    blobs = S3BlobStore(settings.bucket, client=client("s3"))
+    blobs = S3BlobStore(settings.bucket, client_factory=lambda: client("s3"))
     store = DynamoStore(
         client("dynamodb"),
         agent_table=settings.agent_table,

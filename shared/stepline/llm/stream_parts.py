@@ -12,7 +12,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, JsonValue, TypeAdapter, field_serializer
 
-from ..protocol._base import LooseWireModel
+from ..protocol._base import DEFERRED, LooseWireModel
 from ..protocol.chunks import Citation, ProviderMetadata
 
 __all__ = [
@@ -285,7 +285,7 @@ ModelStreamPart = Annotated[
     Field(discriminator="type"),
 ]
 
-_PART_ADAPTER: TypeAdapter[ModelStreamPart] = TypeAdapter(ModelStreamPart)
+_PART_ADAPTER: TypeAdapter[ModelStreamPart] = TypeAdapter(ModelStreamPart, config=DEFERRED)
 
 
 def parse_stream_part(value: Any) -> ModelStreamPart:

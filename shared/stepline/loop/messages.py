@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import JsonValue, TypeAdapter
 
+from ..protocol._base import DEFERRED
 from ..protocol.chunks import ProviderMetadata
 from ..protocol.model_messages import (
     AssistantContentPart,
@@ -40,7 +41,7 @@ from .state import ToolCallRecord, ToolResultRecord
 
 __all__ = ["StepContent", "instruction_messages", "model_output", "prompt_messages"]
 
-_OUTPUT: TypeAdapter[ToolResultOutput] = TypeAdapter(ToolResultOutput)
+_OUTPUT: TypeAdapter[ToolResultOutput] = TypeAdapter(ToolResultOutput, config=DEFERRED)
 
 
 def instruction_messages(instructions: Instructions | None) -> list[SystemModelMessage]:

@@ -12,7 +12,10 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-__all__ = ["LooseWireModel", "WireModel"]
+__all__ = ["DEFERRED", "LooseWireModel", "WireModel"]
+
+DEFERRED = ConfigDict(defer_build=True)
+"""A module-level `TypeAdapter`'s config: its validator is built on first use, not at import (cold start)."""
 
 
 class WireModel(BaseModel):
@@ -28,6 +31,9 @@ class WireModel(BaseModel):
         extra="forbid",
         frozen=False,
         ser_json_inf_nan="strings",
+        # Validators and serializers are built on a model's first use, not at import: a Lambda
+        # function imports many more wire models than its path ever validates (cold start).
+        defer_build=True,
     )
 
     def model_post_init(self, context: Any, /) -> None:

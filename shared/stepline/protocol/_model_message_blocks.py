@@ -17,6 +17,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from stepline.errors import MessageConversionError
 
+from ._base import DEFERRED
 from ._url_href import url_href
 from .model_messages import (
     AssistantContentPart,
@@ -62,7 +63,7 @@ ResolvedReasoning = Literal["preserve", "drop", "auto-drop", "text", "strict"]
 DataPartConverter = Callable[[DataPart], ModelTextPart | ModelFilePart | None]
 AnyToolPart = ToolPart | DynamicToolPart
 BlockPart = TextPart | CustomPart | FilePart | ReasoningFilePart | ReasoningPart | ToolPart | DynamicToolPart | DataPart
-_OUTPUT: TypeAdapter[ToolResultOutput] = TypeAdapter(ToolResultOutput)
+_OUTPUT: TypeAdapter[ToolResultOutput] = TypeAdapter(ToolResultOutput, config=DEFERRED)
 
 
 @dataclass(frozen=True)

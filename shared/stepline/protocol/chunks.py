@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, cast
 
 from pydantic import Discriminator, Field, JsonValue, Tag, TypeAdapter, field_validator
 
-from ._base import LooseWireModel
+from ._base import DEFERRED, LooseWireModel
 
 __all__ = [
     "FINISH_REASONS",
@@ -371,7 +371,7 @@ UIMessageChunk = Annotated[
     Field(description="One UI Message Stream chunk, discriminated on `type`."),
 ]
 
-_CHUNK_ADAPTER: TypeAdapter[UIMessageChunk] = TypeAdapter(UIMessageChunk)
+_CHUNK_ADAPTER: TypeAdapter[UIMessageChunk] = TypeAdapter(UIMessageChunk, config=DEFERRED)
 
 
 def parse_chunk(value: Any) -> UIMessageChunk:

@@ -112,7 +112,8 @@ def check_id(value: str, what: str) -> str:
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=False)
+    # Built on first use, not at import (cold start): most functions touch a few record types.
+    model_config = ConfigDict(extra="forbid", frozen=False, defer_build=True)
 
 
 class InboxEntry(_Record):

@@ -73,6 +73,24 @@ def test_services_read_the_key_from_ssm_and_use_the_tables() -> None:
             services.store.get_conversation("u1", "missing")
 
 
+def test_the_s3_client_is_made_at_the_first_blob_request_not_when_the_services_are_built() -> None:
+    asked: list[str] = []
+
+    def client(service: str) -> Any:
+        asked.append(service)
+        return _client(service)
+
+    with mock_aws():
+        _client("s3").create_bucket(Bucket="stepline-artifacts")
+        _client("ssm").put_parameter(Name=ENV["STEPLINE_OPENAI_KEY_PARAMETER"], Value="sk-test", Type="SecureString")
+        services = build_services(Settings.from_env(ENV), client=client)
+        assert "s3" not in asked and "dynamodb" in asked  # a cold start that touches no blob makes no S3 client
+        ref = services.blobs.put("u1", b"payload", media_type="text/plain")
+        assert asked.count("s3") == 1 and services.blobs.get(ref) == b"payload"
+        services.blobs.get(ref)
+        assert asked.count("s3") == 1  # made once, then kept
+
+
 def test_an_unreadable_key_fails_without_showing_anything_secret() -> None:
     with mock_aws():
         with pytest.raises(ConfigurationError) as caught:

@@ -163,11 +163,12 @@ def test_per_tool_timeout_overrides_the_default() -> None:
 def test_step_timeout_fails_the_run() -> None:
     errors: list[ErrorEvent] = []
     ended: list[Any] = []
-    scripted = model(
-        _slow(*text("t", "a", "b", "c", "d", "e"), {"type": "finish", "finishReason": {"unified": "stop"}}, delay_ms=30)
-    )
+    # The first delta comes at once, the rest 400 ms apart: the step's own first work (the prompt, the
+    # wire models' validators built on first use) has 300 ms before the timeout, on a loaded machine too.
+    script = [*text("t", "a", "b", "c", "d"), {"type": "finish", "finishReason": {"unified": "stop"}}]
+    scripted = model({"parts": script, "delaysMs": [0, 0] + [400] * (len(script) - 2)})
     result, parts = _run(
-        scripted, timeouts=Timeouts(step=0.08), callbacks=Callbacks(on_error=errors.append, on_end=ended.append)
+        scripted, timeouts=Timeouts(step=0.3), callbacks=Callbacks(on_error=errors.append, on_end=ended.append)
     )
     assert isinstance(result.error, TimeoutError)
     assert len(errors) == 1 and ended == []
