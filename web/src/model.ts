@@ -31,6 +31,18 @@ export interface ClosedMark {
   byText?: boolean;
 }
 
+/**
+ * Whether the last assistant message is of a run that has ended (completed, stopped, failed): its
+ * end stamps `completedAt`. Its parts the end closed (a question, an approval) read as answered to
+ * the SDK's `lastAssistantMessageIsComplete…` checks, but there is no run left to continue.
+ */
+export function lastRunEnded(messages: UIMessage[]): boolean {
+  const last = messages[messages.length - 1];
+  if (last?.role !== 'assistant') return false;
+  const metadata = last.metadata as Metadata | undefined;
+  return typeof metadata?.completedAt === 'number';
+}
+
 const NOTHING_CLOSED: ClosedMark = { toolCallIds: [], dataPartIds: [] };
 
 const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []);

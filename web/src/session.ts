@@ -31,6 +31,7 @@ import { ConnectionState, type Connection } from './connection';
 import { recordedFetch, type RequestRecord } from './eventIdFilter';
 import { rememberChunk, withoutRaised } from './subAgents';
 import { logUiError, type UiErrorContext } from './telemetry';
+import { lastRunEnded } from './model';
 
 
 
@@ -91,10 +92,13 @@ export class ChatSession {
         body: () => (this.agent ? { agent: this.agent } : {}),
       }),
       // The stock flow: the answer goes out once the stream that asked is over (Stepline ends the
-      // POST stream with [DONE] when the run starts waiting).
+      // POST stream with [DONE] when the run starts waiting). Never for a run that ended: a stream
+      // that followed it through its end (a resume stream when Stop came) ends normally, with the
+      // parts the end closed looking answered, and a continuation would only be refused (409).
       sendAutomaticallyWhen: ({ messages: all }) =>
-        lastAssistantMessageIsCompleteWithApprovalResponses({ messages: all }) ||
-        lastAssistantMessageIsCompleteWithToolCalls({ messages: withoutRaised(all) }),
+        !lastRunEnded(all) &&
+        (lastAssistantMessageIsCompleteWithApprovalResponses({ messages: all }) ||
+          lastAssistantMessageIsCompleteWithToolCalls({ messages: withoutRaised(all) })),
       onError: error => this.handleError(error),
       onFinish: ({ isError, isAbort }) => this.handleFinish(isError, isAbort),
     });
