@@ -52,7 +52,7 @@ from .dynamo_pages import MESSAGE_INLINE_BYTES, PagedRecords
 from .dynamo_slots import DynamoSlots
 from .dynamo_unit import DynamoUnit
 
-__all__ = ["CHECKPOINT_OFFLOAD_BYTES", "MESSAGE_INLINE_BYTES", "DynamoStore"]
+__all__ = ["CHECKPOINT_OFFLOAD_BYTES", "DynamoStore"]
 
 T = TypeVar("T")
 MAX_ATTEMPTS = 40

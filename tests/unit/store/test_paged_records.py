@@ -18,6 +18,7 @@ from stepline import Agent
 from stepline.aws.dynamo_pages import MESSAGE_INLINE_BYTES
 from stepline.context.policy import ContextPolicy
 from stepline.loop.stop import is_step_count
+from stepline.protocol._json import dumps as json_dumps
 from stepline.store import message_pages
 from stepline.store import sqlite as sqlite_module
 from stepline.store.blobs import BlobIntegrityError, MemoryBlobStore
@@ -252,7 +253,7 @@ def test_a_checkpoint_keeps_the_previous_ones_full_step_pages_without_serializin
         _checkpoint(30, 1), lambda page, data: written.update({page.digest: data}), frozenset(), cache
     )
     serialized: list[object] = []
-    real = message_pages.dumps
+    real = json_dumps
 
     def counting(value: Any) -> str:
         serialized.append(value)
