@@ -144,9 +144,7 @@ async def follow_run(
                 notified = False
                 continue  # notified, and nothing new in the log: the status changed; read the run
         now = time.monotonic()
-        waiting = run.status in WAITING_RUN
-        if waiting and at_work is not None:  # a wait for sub-agents at work is no wait for a person
-            waiting = not await run_sync(lambda r=run: at_work(r))
+        run, waiting = await _waits_for_a_person(run_sync, store, user_id, run, at_work)
         waiting_since = (waiting_since or now) if waiting else None
         if options.stop_at_input:
             stop_waiting = sent or now - started >= options.input_grace_seconds
@@ -159,6 +157,23 @@ async def follow_run(
             return
         notified = await pause(interval)
         interval = min(interval * 2, max(options.wait_poll_seconds, base)) if waiting else base
+
+
+async def _waits_for_a_person(
+    run_sync: RunSync, store: Store, user_id: str, run: RunRecord, at_work: Callable[[RunRecord], bool] | None
+) -> tuple[RunRecord, bool]:
+    """Whether the run waits for a person (a wait for sub-agents at work is none), and the run as read last.
+
+    The children are read after the run, so what one raised into the run's log in between (its
+    budget card) is in a read of the run made after theirs: the stream must not end before it.
+    """
+    waiting = run.status in WAITING_RUN
+    if not waiting or at_work is None:
+        return run, waiting
+    if await run_sync(lambda: at_work(run)):
+        return run, False
+    fresh = await run_sync(lambda: store.get_run(user_id, run.run_id))
+    return fresh, fresh.status in WAITING_RUN
 
 
 async def _pause(wake: RunSubscription | None, seconds: float) -> bool:
