@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from stepline.api.tail import TailOptions, follow_run, wait_position
+from stepline.protocol._json import dumps
 from stepline.protocol.sse import SseDecoder
 from stepline.store.memory import MemoryStore
 from stepline.store.ports import FinishRun, SnapshotUpdate, TurnStart
@@ -179,3 +180,18 @@ def test_a_run_that_resumes_between_the_reads_does_not_end_the_stream(monkeypatc
 
     data = [e.data for f in asyncio.run(collect()) for e in SseDecoder().feed(f)]
     assert data == ['{"type":"start"}', '{"type":"text-delta","id":"t","delta":"1"}', '{"type":"finish"}', "[DONE]"]
+
+
+def test_what_a_child_raises_while_its_run_is_read_is_sent_before_the_stream_ends() -> None:
+    # The lead waits on its sub-agent; the stream reads the lead, then the children: the child raises
+    # its budget card into the lead's log between the two reads and then waits for a person.
+    store = waiting_store()
+    card = {"type": "data-budget", "id": "b1", "data": {"state": "requested"}}
+
+    def at_work(run: Any) -> bool:
+        if store.get_run(USER, RUN).last_event_seq == 1:
+            store.append_events(USER, RUN, [NewEvent(type="x", chunks=[card])], now=3)
+        return False
+
+    frames = read(store, at_work=at_work)
+    assert frames == [("1.0", '{"type":"start"}'), ("2.0", dumps(card)), (None, "[DONE]")]
