@@ -77,7 +77,9 @@ def test_a_fork_turns_a_denial_into_an_approval_with_no_model_or_tool_call_befor
         )
         assert forked.status_code == 201, forked.text
         fork = forked.json()
-        streamed = client.get("/api/chat/fork-1/stream")
+        # From before the first event: the fork's whole stream, also when the fork has already ended
+        # (without a position, a chat with no active run has nothing to resume: 204).
+        streamed = client.get("/api/chat/fork-1/stream", headers={"last-event-id": "0"})
         after = idle(client, "fork-1")
         fork_run = client.get(f"/api/runs/{fork['runId']}").json()
         source_after = client.get(f"/api/runs/{run_id}").json()
