@@ -144,7 +144,7 @@ async def follow_run(
                 notified = False
                 continue  # notified, and nothing new in the log: the status changed; read the run
         now = time.monotonic()
-        run, waiting = await _waits_for_a_person(run_sync, store, user_id, run, at_work)
+        waiting = await _waits_for_a_person(run_sync, run, at_work)
         waiting_since = (waiting_since or now) if waiting else None
         if options.stop_at_input:
             stop_waiting = sent or now - started >= options.input_grace_seconds
@@ -152,6 +152,11 @@ async def follow_run(
             hold = options.wait_hold_seconds
             stop_waiting = hold is not None and waiting_since is not None and now - waiting_since >= hold
         ended = run.status in TERMINAL["run"] or (waiting and stop_waiting)
+        if ended and waiting and at_work is not None:
+            # The children were read after the run: what one raised into its log in between (its
+            # budget card) is in a read made after theirs, and the stream must not end before it.
+            run = await run_sync(lambda: store.get_run(user_id, run_id))
+            ended = run.status in TERMINAL["run"] or run.status in WAITING_RUN
         if ended and run.last_event_seq <= position[0]:
             yield DONE
             return
@@ -159,21 +164,11 @@ async def follow_run(
         interval = min(interval * 2, max(options.wait_poll_seconds, base)) if waiting else base
 
 
-async def _waits_for_a_person(
-    run_sync: RunSync, store: Store, user_id: str, run: RunRecord, at_work: Callable[[RunRecord], bool] | None
-) -> tuple[RunRecord, bool]:
-    """Whether the run waits for a person (a wait for sub-agents at work is none), and the run as read last.
-
-    The children are read after the run, so what one raised into the run's log in between (its
-    budget card) is in a read of the run made after theirs: the stream must not end before it.
-    """
-    waiting = run.status in WAITING_RUN
-    if not waiting or at_work is None:
-        return run, waiting
-    if await run_sync(lambda: at_work(run)):
-        return run, False
-    fresh = await run_sync(lambda: store.get_run(user_id, run.run_id))
-    return fresh, fresh.status in WAITING_RUN
+async def _waits_for_a_person(run_sync: RunSync, run: RunRecord, at_work: Callable[[RunRecord], bool] | None) -> bool:
+    """Whether the run waits for a person: a wait for sub-agents at work is none."""
+    if run.status not in WAITING_RUN:
+        return False
+    return at_work is None or not await run_sync(lambda: at_work(run))
 
 
 async def _pause(wake: RunSubscription | None, seconds: float) -> bool:
