@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.restart.chat import body, user
 from tests.restart.process import (
     DevProcess,
     Follower,
@@ -26,12 +27,8 @@ from tests.restart.process import (
 )
 
 
-def user_message(text: str) -> dict[str, Any]:
-    return {"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}
-
-
 def send(client: httpx.Client, chat_id: str, text: str) -> httpx.Response:
-    return client.post("/api/chat", json={"id": chat_id, "messages": [user_message(text)], "trigger": "submit-message"})
+    return client.post("/api/chat", json=body(chat_id, text, "u1"))
 
 
 def conversation(client: httpx.Client, chat_id: str) -> dict[str, Any]:
@@ -71,7 +68,7 @@ def finish_waiting_runs(dev: DevProcess, prefix: str) -> None:
         question.update(state="output-available", output="Meeting notes")
         body = {
             "id": f"{prefix}-ask",
-            "messages": [user_message("ask me a question"), answered],
+            "messages": [user("ask me a question", "u1"), answered],
             "trigger": "submit-message",
             "messageId": asked["id"],
         }
@@ -103,7 +100,7 @@ def test_waiting_and_working_runs_survive_a_restart(tmp_path: Path, stop: signal
             client,
             "POST",
             "/api/chat",
-            json={"id": "cut-work", "messages": [user_message("work slowly")], "trigger": "submit-message"},
+            json=body("cut-work", "work slowly", "u1"),
         )
         follower.wait_for('"text-delta"')  # the tool step is saved; the text step is streaming
         # a browser tab following the waiting run (the resume stream holds while the run waits)
