@@ -4,8 +4,10 @@
 
 A discrete-event replay (bench/scale/sim.py) of a seeded workload (bench/scale/workload.py, every
 input sourced) against token-bucket and concurrency models of the quotas (bench/scale/limits.py),
-once with a fresh account's defaults and once with the increases docs/scale.md recommends, in the
-same run. Scenarios:
+once with a fresh account's defaults and once with the increases docs/scale.md recommends (and,
+for the standing start, with provisioned concurrency as well: `launch`), in the same run. First a
+calibration: bench/cost.py's `watched10` shape simulated and priced, beside what bench/cost.py
+measured for it. Scenarios:
 
 - `day`: 1,000,000 runs a day at their average rate (11.6/s);
 - `peak`: the arrival rate at which, by Little's law, 10,000 runs stream at once (the workload's
@@ -30,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.cost_prices import PRICES_DATE
-from bench.scale.limits import DEFAULT_QUOTAS, LIMITS, RECOMMENDED_QUOTAS, Quotas
+from bench.scale.limits import DEFAULT_QUOTAS, LAUNCH_QUOTAS, LIMITS, RECOMMENDED_QUOTAS, Quotas
 from bench.scale.models import little
 from bench.scale.report import bill, capacity_rows, percentile
 from bench.scale.sim import MODEL_STEP, STREAM, Result, simulate
@@ -59,7 +61,20 @@ def scenarios(seconds: float) -> dict[str, Workload]:
 CONFIGS: dict[str, tuple[Quotas, Design]] = {
     "defaults": (DEFAULT_QUOTAS, Design()),
     "recommended": (RECOMMENDED_QUOTAS, Design()),
+    "launch": (LAUNCH_QUOTAS, Design()),
 }
+SCENARIO_CONFIGS = {"day": ("defaults", "recommended"), "peak": ("defaults", "recommended"), "burst": tuple(CONFIGS)}
+"""`launch` (provisioned concurrency) only where it changes something: a standing start."""
+
+CALIBRATION = Workload(
+    arrival_rate=0.5, duration_s=120.0, steps=((10, 1.0),), watchers=((1, 1.0),), approval_fraction=1.0,
+    approval_wait_median_s=600.0, approval_wait_sigma=0.0, tool_step_fraction=0.9, model_ttft_sigma=0.0,
+    stream_sigma=0.0, model_ttft_median_s=0.5,
+)  # fmt: skip
+"""bench/cost.py's `watched10` shape (10 steps, 9 tool calls, one watcher, an approval waiting 10 minutes, 4 s a
+step): the simulation's bill for it, beside what bench/cost.py measured for that shape on moto."""
+COST_PY_WATCHED10 = 0.003136
+"""docs/architecture.md 'Cost of one run': bench/cost.py's watched10 after the message pages (one run, load 13–18)."""
 
 
 def show(name: str, work: Workload, result: Result, quotas: Quotas, design: Design, took: float) -> None:
@@ -79,6 +94,7 @@ def show(name: str, work: Workload, result: Result, quotas: Quotas, design: Desi
           f"max {max(later, default=0):6.2f} s")  # fmt: skip
     fns = lam.functions
     print(f"    Lambda peak concurrency: account {lam.peak:,} of {quotas.lambda_concurrency:,}; "
+          f"provisioned {quotas.provisioned_model_step:,} + {quotas.provisioned_stream:,}; "
           f"{MODEL_STEP} {fns[MODEL_STEP].peak:,}, {STREAM} {fns[STREAM].peak if STREAM in fns else 0:,}; "
           f"streaming runs peak {max(result.meters.streaming):,.0f}; "
           f"open SSE streams peak {result.open_streams_peak:,}")  # fmt: skip
@@ -121,10 +137,17 @@ def main() -> None:
     print(f"Little's law: {RUNS_PER_DAY:,} runs a day = {RUNS_PER_DAY / 86_400:.1f}/s x {working:.1f} s working = "
           f"{little(RUNS_PER_DAY / 86_400, working):,.0f} runs at once on average; "
           f"{CONCURRENT_TARGET:,} at once needs {peak_rate(base):.0f} runs/s")  # fmt: skip
+    calibration = simulate(CALIBRATION, Design(), RECOMMENDED_QUOTAS, seed=args.seed)
+    runs = max(calibration.completed, 1)
+    parts = bill(calibration, Design())
+    split = ", ".join(f"{k} {v / runs:.6f}" for k, v in parts.items() if v > 0)
+    print(f"Calibration: bench/cost.py's watched10 shape simulated ${sum(parts.values()) / runs:.5f} a run "
+          f"({calibration.completed} runs: {split}); bench/cost.py measured ${COST_PY_WATCHED10:.6f}")  # fmt: skip
     for scenario in args.scenario.split(","):
         work = table[scenario]
         print(f"\n== {scenario}: {work.arrival_rate:.1f} runs/s for {work.duration_s:.0f} s (ramp {work.ramp_s:.0f} s)")
-        for name, (quotas, design) in CONFIGS.items():
+        for name in SCENARIO_CONFIGS[scenario]:
+            quotas, design = CONFIGS[name]
             started = time.perf_counter()
             result = simulate(work, design, quotas, seed=args.seed)
             show(name, work, result, quotas, design, time.perf_counter() - started)

@@ -16,60 +16,32 @@ Each run is a sequence of events on one heap (seconds of simulated time):
   watched run's continuation is a new `POST /api/chat`), or the end (FinalizeRun, Done).
 
 What happens many times a second per run (event-log appends, publishes, deliveries, stream reads)
-is a fluid: each step's streaming interval is spread over 1-second ticks, and `Meters` compares
-every tick's demand with the tables', partitions' and Event API's capacity afterwards. Throttles
-there are counted, not fed back into the runs (a first-order model: any is a design that does not
-hold). Seeded: one seed, one replay.
+is a fluid (bench/scale/meters.py: each step's streaming interval spread over 1-second ticks, at
+the rates of today's code: a chat's 50 ms delta window or a headless run's 1 s, at most one Event
+API publish per run per second watched or not, a following stream's fast polls); the report
+compares every tick's demand with the tables', GSI2's shards' and the Event API's capacity
+afterwards. Throttles there are counted, not fed back into the runs (a first-order model: any is
+a design that does not hold). Seeded: one seed, one replay.
 """
 
 from __future__ import annotations
 
 import heapq
-import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bench.scale.limits import Quotas
+from bench.scale.meters import Meters, coalesced_publishes, poll_reads_per_s, shard_of
 from bench.scale.models import Lambda, TokenBucket
 from bench.scale.workload import Design, RunShape, Workload, draw_run
 
-__all__ = ["Meters", "Result", "simulate"]
+__all__ = ["Result", "simulate"]
 
 MODEL_STEP, STREAM, API, SMALL = "ModelStep", "StreamFunction", "ApiFunction", "workers"
 ASL_RETRIES = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 SDK_RETRIES = (0.5, 1.0, 2.0, 4.0)
 CLIENT_RETRIES = 3
-
-
-@dataclass
-class Meters:
-    """Per-second demand of the fluid meters (index: the second)."""
-
-    horizon: int
-    events_wcu: list[float] = field(init=False)
-    events_rcu: list[float] = field(init=False)
-    agent_wcu: list[float] = field(init=False)
-    gsi2_wcu: list[float] = field(init=False)
-    publishes: list[float] = field(init=False)
-    deliveries: list[float] = field(init=False)
-    streaming: list[float] = field(init=False)
-
-    def __post_init__(self) -> None:
-        for name in ("events_wcu", "events_rcu", "agent_wcu", "gsi2_wcu", "publishes", "deliveries", "streaming"):
-            setattr(self, name, [0.0] * (self.horizon + 1))
-
-    def spread(self, series: list[float], start: float, end: float, per_second: float) -> None:
-        """Add `per_second` over [start, end) to the ticks it covers."""
-        t = start
-        while t < end:
-            tick = min(int(t), self.horizon)
-            upto = min(end, math.floor(t) + 1.0)
-            series[tick] += per_second * (upto - t)
-            t = upto
-
-    def at(self, series: list[float], when: float, amount: float) -> None:
-        series[min(int(when), self.horizon)] += amount
 
 
 @dataclass
@@ -88,6 +60,8 @@ class Result:
     api_requests: int = 0
     eventbridge_events: int = 0
     stream_seconds: float = 0.0
+    provisioned_gb_s: float = 0.0
+    """Provisioned concurrency configured, in GB-s, for as long as runs arrive (billed whether used or not)."""
     open_streams: int = 0
     open_streams_peak: int = 0
     lam: Lambda | None = None
@@ -101,6 +75,8 @@ class Result:
 class _Run:
     shape: RunShape
     arrived: float
+    shard: int = 0
+    """Its GSI2 `RUNS#active#nn` shard (the store's hash of a run id)."""
     step: int = 0
     attempt: int = 0
     ready: float = 0.0
@@ -112,11 +88,16 @@ class _Sim:
     def __init__(self, work: Workload, design: Design, quotas: Quotas, seed: int) -> None:
         self.work, self.design, self.q = work, design, quotas
         self.rng = random.Random(seed)
+        self.seed, self.arrivals = seed, 0
         self.heap: list[tuple[float, int, Callable[[float], None]]] = []
         self.n = 0
         self.r = Result()
         self.lam = Lambda(quotas.lambda_concurrency, quotas.lambda_scaling_per_10s)
-        self.lam.function(MODEL_STEP, quotas.reserved_model_step)
+        self.lam.function(MODEL_STEP, quotas.reserved_model_step).idle = quotas.provisioned_model_step
+        self.lam.function(STREAM).idle = quotas.provisioned_stream
+        self.r.provisioned_gb_s = work.duration_s * (
+            quotas.provisioned_model_step * design.model_step_gb + quotas.provisioned_stream * design.stream_gb
+        )
         self.start = TokenBucket(quotas.sfn_start_rate, quotas.sfn_start_bucket)
         self.transition = TokenBucket(quotas.sfn_transition_rate, quotas.sfn_transition_bucket)
         self.send_task = TokenBucket(quotas.sfn_send_task_rate, quotas.sfn_send_task_bucket)
@@ -151,7 +132,9 @@ class _Sim:
             if w.ramp_s > 0 and t < w.ramp_s and self.rng.random() >= t / w.ramp_s:
                 continue
             shape = draw_run(self.rng, w)
-            self.at(t, lambda now, s=shape: self._arrive(now, _Run(s, now, ready=now)))
+            self.arrivals += 1
+            shard = shard_of(f"run_{self.seed}_{self.arrivals:09d}")
+            self.at(t, lambda now, s=shape, n=shard: self._arrive(now, _Run(s, now, n, ready=now)))
 
     def _invoke(self, now: float, name: str, gb: float, seconds: float) -> str | None:
         kind = self.lam.acquire(now, name)
@@ -248,7 +231,7 @@ class _Sim:
                 self._close_streams(now, run)
             return
         self.m.at(self.m.agent_wcu, now, self.design.turn_start_wcu)
-        self.m.at(self.m.gsi2_wcu, now, self.design.gsi2_units_per_write)
+        self.m.gsi2(now, run.shard, self.design.gsi2_units_per_write)
         self._lifecycle(now)
         self.at(now, lambda t: self._step(t, run))
 
@@ -293,25 +276,39 @@ class _Sim:
         self.r.lambda_requests[MODEL_STEP] = self.r.lambda_requests.get(MODEL_STEP, 0) + 1
         self.r.gb_seconds[MODEL_STEP] = self.r.gb_seconds.get(MODEL_STEP, 0.0) + d.model_step_gb * (end - now)
         self._stream_meters(first, first + s.stream_s[i], s.watchers)
+        m = self.m
+        m.at(m.agent_rcu, now, d.step_start_rcu)
+        m.at(m.events_wcu, end, d.boundary_wcu_per_step)
+        m.at(m.publishes, end, d.boundary_publishes_per_step)
+        m.at(m.deliveries, end, d.boundary_publishes_per_step * s.watchers)
+        m.s3_puts += d.s3_puts_per_step
+        m.s3_gets += d.s3_gets_per_step
         if s.tool_s[i] > 0:
-            self.m.at(self.m.agent_wcu, end, d.tool_wcu)
+            m.at(m.agent_wcu, end, d.tool_wcu)
         self.at(end, lambda t: self._step_end(t, run))
 
     def _stream_meters(self, start: float, end: float, watchers: int) -> None:
+        """A step's streaming interval: delta batches at the run's window, coalesced publishes, polls."""
         d, m = self.design, self.m
+        seconds = end - start
+        if seconds <= 0:
+            return
+        window = d.window_s(watchers > 0)
         m.spread(m.streaming, start, end, 1.0)
-        m.spread(m.events_wcu, start, end, d.appends_per_s() * d.wcu_per_append)
-        if watchers > 0 or d.publish_unwatched:
-            m.spread(m.publishes, start, end, 1.0 / d.publish_interval_s)
+        m.spread(m.events_wcu, start, end, d.appends_per_s(watchers > 0) * d.wcu_per_append)
+        publishes = coalesced_publishes(seconds, window, d.push_window_s) / seconds
+        m.spread(m.publishes, start, end, publishes)
         if watchers > 0:
-            m.spread(m.deliveries, start, end, watchers / d.publish_interval_s)
-            m.spread(m.events_rcu, start, end, watchers * d.reads_per_stream_s)
+            agent, events = poll_reads_per_s(d.poll_seconds)
+            m.spread(m.deliveries, start, end, watchers * publishes)
+            m.spread(m.agent_rcu, start, end, watchers * agent)
+            m.spread(m.events_rcu, start, end, watchers * events)
 
     def _step_end(self, now: float, run: _Run) -> None:
         self.lam.release(MODEL_STEP)
         s, d = run.shape, self.design
         self.m.at(self.m.agent_wcu, now, d.step_end_wcu)
-        self.m.at(self.m.gsi2_wcu, now, d.gsi2_units_per_write)
+        self.m.gsi2(now, run.shard, d.gsi2_units_per_write)
         route = self._transition(now)
         run.step += 1
         if run.step >= s.steps:
@@ -343,7 +340,7 @@ class _Sim:
         took = self._small(now)  # FinalizeRun
         self.r.transitions += 1  # Done
         self.m.at(self.m.agent_wcu, now + took, self.design.end_wcu)
-        self.m.at(self.m.gsi2_wcu, now + took, self.design.gsi2_units_per_write)
+        self.m.gsi2(now + took, run.shard, self.design.gsi2_units_per_write)
         self._lifecycle(now + took)
         self._close_streams(now + took, run)
         self.r.completed += 1

@@ -9,10 +9,13 @@ import math
 from dataclasses import replace
 
 from bench.scale.limits import DEFAULT_QUOTAS, LIMITS, RECOMMENDED_QUOTAS
+from bench.scale.meters import coalesced_publishes, poll_reads_per_s, shard_of
 from bench.scale.models import Lambda, TokenBucket, bucket_throttles, erlang_c, little
-from bench.scale.report import over_capacity, percentile
+from bench.scale.report import bill, over_capacity, percentile
 from bench.scale.sim import MODEL_STEP, simulate
 from bench.scale.workload import Design, Workload
+from stepline.aws.dynamo_items import ACTIVE_RUN_SHARDS, active_run_key
+from stepline.runtime.stream_push import CoalescingNotifier, RunSubscription
 
 
 def test_a_token_bucket_refuses_what_the_closed_form_says() -> None:
@@ -115,7 +118,7 @@ def test_the_capacity_meters_count_what_is_over_capacity() -> None:
 
 
 def test_every_limit_names_a_source_and_how_it_was_checked() -> None:
-    assert {limit.checked for limit in LIMITS} <= {"doc", "recalled"}
+    assert {limit.checked for limit in LIMITS} <= {"doc", "searched", "recalled"}
     assert all(limit.source and limit.default for limit in LIMITS)
     assert RECOMMENDED_QUOTAS.lambda_concurrency > DEFAULT_QUOTAS.lambda_concurrency
 
@@ -125,3 +128,99 @@ def test_a_ramp_thins_the_arrivals_linearly() -> None:
     result = simulate(work, Design(), DEFAULT_QUOTAS, seed=5)
     # half the rate on average over the ramp, then the full rate: 20 · (50 + 100) = 3,000 expected
     assert math.isclose(result.runs, 3_000, rel_tol=0.08)
+
+
+def test_coalesced_publishes_are_what_the_coalescing_notifier_sends() -> None:
+    cases = ((4.0, 0.05, 1.0), (4.5, 0.0625, 1.0), (3.2, 0.3, 1.0), (5.0, 1.0, 1.0), (2.0, 1.5, 1.0))
+    for seconds, interval, window in cases:
+        clock = _Clock()
+        inner = _Counting()
+        notifier = CoalescingNotifier(inner, window=window, clock=clock)
+        appends = 0
+        while appends * interval < seconds - 1e-9:
+            clock.now = appends * interval
+            notifier.notify("u", "r", appends)
+            appends += 1
+        assert inner.sent == coalesced_publishes(seconds, interval, window), (seconds, interval, window)
+    assert coalesced_publishes(4.0, 0.05, 1.0) == 4  # 80 appends, one publish a second
+    assert coalesced_publishes(0.0, 0.05, 1.0) == 0
+
+
+def test_a_run_nobody_watches_appends_at_its_unattended_window_and_still_publishes() -> None:
+    work = Workload(arrival_rate=4.0, duration_s=100.0, approval_fraction=0.0, watchers=((0, 1.0),))
+    work = replace(work, tool_step_fraction=0.0)
+    design = Design()
+    result = simulate(work, design, DEFAULT_QUOTAS, seed=6)
+    meters = result.meters
+    assert meters is not None and result.completed == result.runs
+    streamed = sum(meters.streaming)
+    steps = result.lambda_requests[MODEL_STEP]
+    # one delta batch a second (not twenty), plus each step's boundaries
+    assert math.isclose(sum(meters.events_wcu), streamed * 1.0 + steps * design.boundary_wcu_per_step, rel_tol=1e-6)
+    assert sum(meters.publishes) >= streamed  # coalesced to about one a second, but not zero: nobody is subscribed
+    assert sum(meters.deliveries) == 0 and sum(meters.events_rcu) == 0
+
+
+def test_a_watched_run_publishes_once_a_second_delivers_to_each_watcher_and_polls_fast() -> None:
+    work = Workload(arrival_rate=4.0, duration_s=100.0, approval_fraction=0.0, watchers=((3, 1.0),))
+    work = replace(work, tool_step_fraction=0.0)
+    design = Design()
+    result = simulate(work, design, RECOMMENDED_QUOTAS, seed=8)
+    meters = result.meters
+    assert meters is not None and result.completed == result.runs
+    streamed = sum(meters.streaming)
+    steps = result.lambda_requests[MODEL_STEP]
+    assert math.isclose(sum(meters.events_wcu), streamed * 20.0 + steps * design.boundary_wcu_per_step, rel_tol=1e-6)
+    # ⌈T⌉ publishes a step of T seconds (between T and T + 1 each), one more at its end
+    assert streamed + steps <= sum(meters.publishes) <= streamed + 2 * steps
+    assert math.isclose(sum(meters.deliveries), 3 * sum(meters.publishes), rel_tol=1e-6)
+    agent, events = poll_reads_per_s(design.poll_seconds)
+    assert (agent, events) == (20.0, 30.0)  # a cycle: the run read twice (GetItem + the tail's Query), the log once
+    assert math.isclose(sum(meters.events_rcu), 3 * streamed * events, rel_tol=1e-6)
+    assert math.isclose(sum(meters.agent_rcu), 3 * streamed * agent + steps * design.step_start_rcu, rel_tol=1e-6)
+
+
+def test_gsi2_heartbeats_spread_over_the_store_shards() -> None:
+    ids = [f"run_{n:06d}" for n in range(16_000)]
+    assert all(active_run_key(i) == f"RUNS#active#{shard_of(i):02d}" for i in ids[:200])
+    counts = [0] * ACTIVE_RUN_SHARDS
+    for run_id in ids:
+        counts[shard_of(run_id)] += 1
+    # binomial(16,000, 1/16): mean 1,000, sd ≈ 31; every shard within 5 sd of it
+    assert all(abs(c - 1_000) < 5 * math.sqrt(16_000 * (1 / 16) * (15 / 16)) for c in counts)
+    work = Workload(arrival_rate=30.0, duration_s=120.0, approval_fraction=0.0)
+    result = simulate(work, Design(), RECOMMENDED_QUOTAS, seed=9)
+    meters = result.meters
+    assert meters is not None
+    assert math.isclose(sum(map(sum, meters.gsi2_shards)), sum(meters.gsi2_wcu))
+    assert meters.shard_peak() < max(meters.gsi2_wcu) / 4  # one key would take the sum; 16 take about a 16th each
+
+
+def test_the_bill_prices_s3_and_both_tables_reads() -> None:
+    work = Workload(arrival_rate=2.0, duration_s=60.0)
+    result = simulate(work, Design(), DEFAULT_QUOTAS, seed=10)
+    dollars = bill(result, Design())
+    assert dollars["S3"] > 0 and dollars["DynamoDB reads"] > 0
+    meters = result.meters
+    assert meters is not None
+    reads = sum(meters.events_rcu) + sum(meters.agent_rcu)
+    assert math.isclose(dollars["DynamoDB reads"], reads * 0.125 / 1_000_000)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _Counting:
+    def __init__(self) -> None:
+        self.sent = 0
+
+    def notify(self, user_id: str, run_id: str, seq: int) -> None:
+        self.sent += 1
+
+    def subscribe(self, user_id: str, run_id: str) -> RunSubscription:
+        raise NotImplementedError
