@@ -100,7 +100,9 @@ def show(name: str, work: Workload, result: Result, quotas: Quotas, design: Desi
           f"open SSE streams peak {result.open_streams_peak:,}")  # fmt: skip
     for row in capacity_rows(result.meters, quotas):
         flag = "OVER" if row.over > 0 else "ok"
-        print(f"    {row.meter:<38} peak {row.peak:>10,.0f}  capacity {row.capacity:>9,.0f}  "
+        if row.reference:
+            flag = "reference: one key would not hold" if row.over > 0 else "reference"
+        print(f"    {row.meter:<44} peak {row.peak:>10,.0f}  capacity {row.capacity:>9,.0f}  "
               f"over {row.over:>12,.0f} unit·s  {flag}")  # fmt: skip
     dollars = bill(result, design)
     runs = max(result.completed + result.failed, 1)
