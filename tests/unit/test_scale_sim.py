@@ -188,7 +188,7 @@ def test_gsi2_heartbeats_spread_over_the_store_shards() -> None:
         counts[shard_of(run_id)] += 1
     # binomial(16,000, 1/16): mean 1,000, sd ≈ 31; every shard within 5 sd of it
     assert all(abs(c - 1_000) < 5 * math.sqrt(16_000 * (1 / 16) * (15 / 16)) for c in counts)
-    work = Workload(arrival_rate=30.0, duration_s=120.0, approval_fraction=0.0)
+    work = Workload(arrival_rate=20.0, duration_s=60.0, approval_fraction=0.0)
     result = simulate(work, Design(), RECOMMENDED_QUOTAS, seed=9)
     meters = result.meters
     assert meters is not None
@@ -224,3 +224,14 @@ class _Counting:
 
     def subscribe(self, user_id: str, run_id: str) -> RunSubscription:
         raise NotImplementedError
+
+
+def test_provisioned_environments_serve_a_standing_start_the_scaling_rate_cannot() -> None:
+    work = Workload(arrival_rate=20.0, duration_s=30.0, approval_fraction=0.0)
+    slow = replace(RECOMMENDED_QUOTAS, lambda_scaling_per_10s=50)
+    cold = simulate(work, Design(), slow, seed=11)
+    assert cold.throttles.get(f"Lambda {MODEL_STEP}", 0) > 0
+    warm = simulate(work, Design(), replace(slow, provisioned_model_step=800, provisioned_stream=800), seed=11)
+    assert not warm.throttles and warm.completed == warm.runs
+    assert warm.provisioned_gb_s == 30.0 * (800 * 1.0 + 800 * 0.5)
+    assert bill(warm, Design())["Lambda provisioned"] > 0
