@@ -9,7 +9,7 @@ import math
 from dataclasses import replace
 
 from bench.scale.limits import DEFAULT_QUOTAS, LIMITS, RECOMMENDED_QUOTAS
-from bench.scale.meters import coalesced_publishes, poll_reads_per_s, shard_of
+from bench.scale.meters import Meters, coalesced_publishes, poll_reads_per_s, shard_of
 from bench.scale.models import Lambda, TokenBucket, bucket_throttles, erlang_c, little
 from bench.scale.report import bill, over_capacity, percentile
 from bench.scale.sim import MODEL_STEP, simulate
@@ -146,32 +146,28 @@ def test_coalesced_publishes_are_what_the_coalescing_notifier_sends() -> None:
     assert coalesced_publishes(0.0, 0.05, 1.0) == 0
 
 
+def _one_watcher_count(watchers: int, seed: int) -> tuple[Meters, float, int]:
+    """A replay where every run has `watchers` (no tools, no waits): its meters, streamed seconds, steps."""
+    work = Workload(arrival_rate=4.0, duration_s=100.0, approval_fraction=0.0, watchers=((watchers, 1.0),))
+    result = simulate(replace(work, tool_step_fraction=0.0), Design(), RECOMMENDED_QUOTAS, seed=seed)
+    assert result.meters is not None and result.completed == result.runs
+    return result.meters, sum(result.meters.streaming), result.lambda_requests[MODEL_STEP]
+
+
 def test_a_run_nobody_watches_appends_at_its_unattended_window_and_still_publishes() -> None:
-    work = Workload(arrival_rate=4.0, duration_s=100.0, approval_fraction=0.0, watchers=((0, 1.0),))
-    work = replace(work, tool_step_fraction=0.0)
-    design = Design()
-    result = simulate(work, design, DEFAULT_QUOTAS, seed=6)
-    meters = result.meters
-    assert meters is not None and result.completed == result.runs
-    streamed = sum(meters.streaming)
-    steps = result.lambda_requests[MODEL_STEP]
+    meters, streamed, steps = _one_watcher_count(0, seed=6)
+    boundaries = steps * Design().boundary_wcu_per_step
     # one delta batch a second (not twenty), plus each step's boundaries
-    assert math.isclose(sum(meters.events_wcu), streamed * 1.0 + steps * design.boundary_wcu_per_step, rel_tol=1e-6)
-    assert sum(meters.publishes) >= streamed  # coalesced to about one a second, but not zero: nobody is subscribed
+    assert math.isclose(sum(meters.events_wcu), streamed * 1.0 + boundaries, rel_tol=1e-6)
+    # ⌈T⌉ publishes a step of T seconds, one more at its end: coalesced, but not zero though nobody subscribes
+    assert streamed + steps <= sum(meters.publishes) <= streamed + 2 * steps
     assert sum(meters.deliveries) == 0 and sum(meters.events_rcu) == 0
 
 
 def test_a_watched_run_publishes_once_a_second_delivers_to_each_watcher_and_polls_fast() -> None:
-    work = Workload(arrival_rate=4.0, duration_s=100.0, approval_fraction=0.0, watchers=((3, 1.0),))
-    work = replace(work, tool_step_fraction=0.0)
+    meters, streamed, steps = _one_watcher_count(3, seed=8)
     design = Design()
-    result = simulate(work, design, RECOMMENDED_QUOTAS, seed=8)
-    meters = result.meters
-    assert meters is not None and result.completed == result.runs
-    streamed = sum(meters.streaming)
-    steps = result.lambda_requests[MODEL_STEP]
     assert math.isclose(sum(meters.events_wcu), streamed * 20.0 + steps * design.boundary_wcu_per_step, rel_tol=1e-6)
-    # ⌈T⌉ publishes a step of T seconds (between T and T + 1 each), one more at its end
     assert streamed + steps <= sum(meters.publishes) <= streamed + 2 * steps
     assert math.isclose(sum(meters.deliveries), 3 * sum(meters.publishes), rel_tol=1e-6)
     agent, events = poll_reads_per_s(design.poll_seconds)
