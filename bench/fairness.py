@@ -23,7 +23,8 @@ and **with the cap on working runs** (`tenant_working_runs`, `--cap`, default 8)
 requests past the cap get a 429 with `Retry-After`, and A's client starts each again after it (as a
 well-behaved client does), so A keeps the server busy at its cap until all its runs have streamed.
 
-Printed side by side: p50 / p95 / max of B's TTFT unloaded and loaded, the added p95, A's
+Printed side by side: p50 / p95 / max of B's TTFT unloaded and loaded, p50 / p95 of its time to the
+200's headers (the server has started B's turn; the rest is the run to its first delta), the added p95, A's
 completed runs, its 429s and wall time, for each server. `--runs R` measures R times (each on fresh
 servers) and ends with one line per server: the added p95 of every run, and how many met the
 target (+50 ms); `--only` measures one of the two servers. The client shares the machine's cores
@@ -93,6 +94,8 @@ async def _chat(http: httpx.AsyncClient, token: str, chat_id: str, refusals: lis
 
 _FIRST: dict[str, float] = {}
 _STARTED: dict[str, float] = {}
+_OPENED: dict[str, float] = {}
+"""A chat's seconds from its first POST to the 200's headers: the server has started its turn."""
 
 
 async def _attempt(http: httpx.AsyncClient, chat_id: str, headers: dict[str, str], refusals: list[int] | None) -> bool:
@@ -107,6 +110,7 @@ async def _attempt(http: httpx.AsyncClient, chat_id: str, headers: dict[str, str
             return True
         if response.status_code != 200:
             return False
+        _OPENED[chat_id] = time.perf_counter() - started
         async for text in response.aiter_text():
             for event in decoder.feed(text):
                 if chat_id not in _FIRST and '"text-delta"' in event.data:
@@ -114,12 +118,17 @@ async def _attempt(http: httpx.AsyncClient, chat_id: str, headers: dict[str, str
     return False
 
 
-async def _probes(http: httpx.AsyncClient, label: str, count: int) -> list[float]:
+async def _probes(http: httpx.AsyncClient, label: str, count: int, opened: list[float] | None = None) -> list[float]:
+    """B's chats one after another: their TTFTs; with `opened`, their times to the 200's headers there."""
     found: list[float] = []
     for n in range(count):
-        seconds = await _chat(http, "token-b", f"b-{label}-{n}")
+        chat_id = f"b-{label}-{n}"
+        seconds = await _chat(http, "token-b", chat_id)
+        accepted = _OPENED.pop(chat_id, None)
         if seconds is not None:
             found.append(seconds)
+            if opened is not None and accepted is not None:
+                opened.append(accepted)
     return found
 
 
@@ -137,14 +146,16 @@ async def measure(url: str, flood: int, probes: int) -> tuple[float, list[str]]:
     limits = httpx.Limits(max_connections=flood + 20, max_keepalive_connections=flood + 20)
     async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as http:
         await _probes(http, "warm", 3)
-        unloaded = await _probes(http, "unloaded", probes)
+        unloaded_opened: list[float] = []
+        unloaded = await _probes(http, "unloaded", probes, unloaded_opened)
         started = time.perf_counter()
         spawn = multiprocessing.get_context("spawn")
         reports: Any = spawn.Queue()
         flooder = spawn.Process(target=_flood_process, args=(url, flood, reports))
         flooder.start()
         reports.get()  # A's requests are on their way before B's first probe
-        loaded = await _probes(http, "loaded", probes)
+        loaded_opened: list[float] = []
+        loaded = await _probes(http, "loaded", probes, loaded_opened)
         done, refusals = reports.get()
         flooder.join()
         wall = time.perf_counter() - started
@@ -155,6 +166,10 @@ async def measure(url: str, flood: int, probes: int) -> tuple[float, list[str]]:
         *(
             f"{name:<22}{_quantile(unloaded, q) * ms:>10.1f}{_quantile(loaded, q) * ms:>10.1f}"
             for name, q in (("p50", 0.5), ("p95", 0.95), ("max", 1.0))
+        ),
+        *(
+            f"{name:<22}{_quantile(unloaded_opened, q) * ms:>10.1f}{_quantile(loaded_opened, q) * ms:>10.1f}"
+            for name, q in (("p50 to the 200", 0.5), ("p95 to the 200", 0.95))
         ),
         f"added p95: {added:.1f} ms ({len(unloaded)} / {len(loaded)} probes streamed)",
         f"tenant A: {sum(1 for d in done if d is not None)} of {flood} runs streamed, "

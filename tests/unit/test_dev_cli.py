@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import io
 import socket
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from stepline import __version__
 from stepline.cli import _parser, main  # pyright: ignore[reportPrivateUsage]
 from stepline.local.reload import child_command, watched_folders
-from stepline.local.serving import ServeOptions
+from stepline.local.serving import ServeOptions, bind
 
 
 def dev_parser() -> argparse.ArgumentParser:
@@ -93,3 +94,32 @@ def test_reload_watches_the_working_directory_and_an_agent_package_outside_it(tm
         sys.path.remove(str(elsewhere))
     assert folders == [project.resolve(), (elsewhere / "myagents").resolve()]
     assert watched_folders("stepline.tools.workspace:TOOLS", project)[0] == project.resolve()
+
+
+@pytest.mark.parametrize("reloaded", [False, True], ids=["bound", "from --reload's fd"])
+def test_every_connection_the_dev_server_accepts_sends_without_waiting_for_the_clients_ack(reloaded: bool) -> None:
+    """TCP_NODELAY on the accepted sockets: asyncio sets it only when the listener's protocol is TCP.
+
+    Without it a response written in two parts (headers, then body; one SSE frame after another)
+    waited for the client's delayed ACK, ~40 ms a response on a kept-alive connection.
+    """
+    listener = bind("127.0.0.1", 0)
+    if reloaded:  # the server process of --reload gets the supervisor's socket by its fd
+        listener = socket.socket(fileno=listener.detach())
+
+    async def accept_one() -> int:
+        accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            sock = writer.get_extra_info("socket")
+            accepted.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(connected, sock=listener)
+        async with server:
+            _, writer = await asyncio.open_connection(*listener.getsockname()[:2])
+            value = await asyncio.wait_for(accepted, 10)
+            writer.close()
+            return value
+
+    assert asyncio.run(accept_one()) != 0

@@ -53,7 +53,7 @@ class ServeOptions:
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket on `host:port`, or PortInUse saying which port and how to choose another."""
     try:
-        return socket.create_server((host, port))
+        listener = socket.create_server((host, port))
     except OSError as error:
         if error.errno == errno.EADDRINUSE:
             raise PortInUse(
@@ -63,6 +63,20 @@ def bind(host: str, port: int) -> socket.socket:
         if error.errno == errno.EADDRNOTAVAIL or isinstance(error, socket.gaierror):
             raise PortInUse(f"cannot listen on {host}:{port} ({error.strerror}): check --host") from None
         raise
+    return tcp(listener)
+
+
+def tcp(listener: socket.socket) -> socket.socket:
+    """The listener with its protocol named, so asyncio turns Nagle off on every connection it accepts.
+
+    `socket.create_server` leaves the protocol 0 and the sockets it accepts inherit that; asyncio
+    sets `TCP_NODELAY` only on sockets whose protocol is TCP. Without it a response written in two
+    parts (the headers, then the body; an SSE frame after the one before) waits for the client's
+    delayed ACK, up to 40 ms on Linux, on a kept-alive connection.
+    """
+    if listener.proto == socket.IPPROTO_TCP or listener.family not in (socket.AF_INET, socket.AF_INET6):
+        return listener
+    return socket.socket(listener.family, listener.type, socket.IPPROTO_TCP, fileno=listener.detach())
 
 
 def _environment(options: ServeOptions) -> Mapping[str, str]:
