@@ -47,6 +47,9 @@ from .threads import RunSync
 
 __all__ = ["TailOptions", "follow_run", "wait_position"]
 
+_AT_WORK = frozenset({"queued", "running"})
+"""The statuses of a run neither ended nor waiting."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TailOptions:
@@ -133,7 +136,10 @@ async def follow_run(
             if events:
                 interval = base
                 fast_until = max(fast_until, time.monotonic() + linger)
-                if run is None and all(e.type == DELTA_EVENT for e in events):
+                if all(e.type == DELTA_EVENT for e in events) and (run is None or run.status in _AT_WORK):
+                    # A delta batch never ends or parks a run, and a run read at work before them decides
+                    # nothing at the next poll: no second read of the run (the next poll reads it).
+                    waiting_since = None  # it has worked since any wait seen: a later one counts from its start
                     notified = await pause(interval)
                     continue
                 # Read the run again before deciding anything: it was read before these events, and a

@@ -195,3 +195,32 @@ def test_what_a_child_raises_while_its_run_is_read_is_sent_before_the_stream_end
 
     frames = read(store, at_work=at_work)
     assert frames == [("1.0", '{"type":"start"}'), ("2.0", dumps(card)), (None, "[DONE]")]
+
+
+def test_a_run_at_work_whose_polls_find_deltas_is_read_once_a_poll(monkeypatch: Any) -> None:
+    """Deltas never end or park a run: a poll that read the run at work and then found only deltas
+    does not read the run a second time (on DynamoDB a run read is two consistent reads)."""
+    store = store_with_events([[{"type": "start"}]])
+    counting = CountingStore(store)
+    slept: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(seconds: float) -> None:  # the worker writes a batch of deltas between polls
+        slept.append(seconds)
+        if len(slept) <= 6:
+            store.append_events(USER, RUN, [NewEvent(type="delta", chunks=[delta(len(slept))])], now=3)
+        else:
+            finish(store)
+        await real_sleep(0)
+
+    monkeypatch.setattr("stepline.api.tail.asyncio.sleep", sleep)
+
+    async def collect() -> list[str]:
+        options = TailOptions(poll_seconds=0.01, stop_at_input=False)
+        return [f async for f in follow_run(counting, USER, RUN, options=options, clock=lambda: 2)]  # type: ignore[arg-type]
+
+    data = [e.data for f in asyncio.run(collect()) for e in SseDecoder().feed(f)]
+    assert data[0] == '{"type":"start"}' and data[-2:] == ['{"type":"finish"}', "[DONE]"]
+    assert [d for d in data if '"text-delta"' in d] == [dumps(delta(n)) for n in range(1, 7)]
+    assert counting.reads["events_after"] == 8, "the start, six delta batches, the finish"
+    assert counting.reads["get_run"] == len(slept) + 3, "one read a poll; again after the start and the finish"
