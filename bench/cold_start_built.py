@@ -64,7 +64,7 @@ elif kind in ("schedule_dispatch", "callback_sender"):
         UnattendedSettings.from_env(os.environ)
         _client("secretsmanager"), _client("dynamodb"), _client("sqs")
 done = time.perf_counter()
-cpu = sum(os.times()[:2])  # the whole process: user + system
+cpu = time.process_time()  # the whole process: user + system (os.times() counts in 10 ms ticks)
 print(json.dumps({"import": imported - started, "init": done - imported, "cpu": cpu, "modules": len(sys.modules)}))
 """
 
@@ -94,6 +94,7 @@ def run_built(
     bytecode = sum(1 for _ in (build / "SharedLayer" / "python").rglob("*.cpython-313.pyc"))
     clean = {"PATH": os.environ.get("PATH", ""), **env}
     samples: list[list[dict[str, float]]] = [[] for _ in rows]
+    load_before = os.getloadavg()[0]
     for _ in range(runs):
         for index, (_, kind, paths) in enumerate(rows):
             samples[index].append(_sample(python, kind, paths, clean))
@@ -101,6 +102,8 @@ def run_built(
     medians = [{key: statistics.median(s[key] for s in row) for key in keys} for row in samples]
     reference = medians[0]["import"] + medians[0]["init"]
     print(f"built artifact {build}; layer .pyc files: {bytecode}; median of {runs} fresh `python3.13 -I -S`; seconds")
+    load_after = os.getloadavg()[0]
+    print(f"load average (1 min) {load_before:.1f} at the start, {load_after:.1f} at the end; {os.cpu_count()} cores")
     if also is not None:
         print(f"(--also) rows: {also}")
     print(

@@ -16,7 +16,7 @@ import uvicorn
 from bench.cost_meter import DynamoMeter, Usage
 from bench.cost_prices import Bill
 from stepline.local.workflow import LocalWorkflow
-from stepline.runtime.handlers import Handler, logical_name
+from stepline.runtime.handling import Handler, logical_name
 from stepline.runtime.stream_push import InProcessNotifier
 
 __all__ = ["CountingNotifier", "CpuTimedClient", "Observed", "serving", "wrap_timed"]

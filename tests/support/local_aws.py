@@ -12,7 +12,7 @@ from stepline.llm.base import LanguageModel
 from stepline.local.backend import local_backend
 from stepline.local.workflow import LocalWorkflow
 from stepline.loop.tools import Tool
-from stepline.runtime.handlers import Handler
+from stepline.runtime.handling import Handler
 from stepline.runtime.services import Services
 from stepline.store.records import RunRecord
 

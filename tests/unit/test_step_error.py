@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from stepline.runtime.handlers import _step_error  # pyright: ignore[reportPrivateUsage]
+from stepline.runtime.handle_end import step_error
 
 CAUSE = json.dumps(
     {"errorType": "KeyError", "errorMessage": "'sk-ant-api03-secretsecret' _ProviderStreamError", "stackTrace": ["x"]}
@@ -34,10 +34,10 @@ CAUSE = json.dumps(
 def test_the_failure_reason_is_read_from_either_source(
     state_input: dict[str, object], expected: tuple[str, str | None]
 ) -> None:
-    assert _step_error(state_input) == expected  # type: ignore[arg-type]
+    assert step_error(state_input) == expected  # type: ignore[arg-type]
 
 
 def test_no_cause_text_or_class_name_reaches_the_run() -> None:
     for name in ("Lambda.Unknown", "KeyError", "States.TaskFailed", "TransientModelError", "ValidationError"):
-        message, code = _step_error({"error": {"Error": name, "Cause": CAUSE}})
+        message, code = step_error({"error": {"Error": name, "Cause": CAUSE}})
         assert "sk-ant" not in message and "Error" not in message and "Error" not in (code or "")

@@ -48,7 +48,7 @@ DEFAULT_MAX_CHILDREN = 16
 class DelegatedTask(BaseModel):
     """The default input of an agent tool: one task, in the parent model's words."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     task: str = Field(description="What the agent should do: the whole task, with everything it needs to know.")
 

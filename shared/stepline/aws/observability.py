@@ -22,7 +22,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from ..runtime.handlers import Handler, logical_name
+from ..runtime.handling import Handler, logical_name
 from ..store.redaction import RedactingFilter
 from ..tracing.log_context import TraceLogFilter, forget_last_trace, last_trace
 

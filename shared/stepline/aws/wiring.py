@@ -22,7 +22,7 @@ from ..errors import StepLineError
 from ..llm.base import LanguageModel
 from ..llm.registry import deferred_model, resolve_model
 from ..runtime.deployment_budget import budget_from_env
-from ..runtime.handlers import Handler, handlers
+from ..runtime.handling import Handler, HandlerFactory
 from ..runtime.notifications import NoNotifier, Notifier
 from ..runtime.services import DEFAULT_MODEL, Services
 from ..runtime.stream_push import RunNotifier
@@ -260,14 +260,17 @@ MODEL_FUNCTIONS = frozenset({"stepline-model-step"})
 """The worker functions that call the model (the others never import a provider's SDK)."""
 
 
-def worker_handler(function_name: str) -> Handler:
+def worker_handler(function_name: str, bind: HandlerFactory) -> Handler:
     """The Lambda handler of one worker function (`stepline/stack/functions/<name>/app.py`), with Powertools.
+
+    `bind` is the function's own handler (`stepline.runtime.handle_*`): its cold start imports that
+    handler's path only.
 
     With stream push, the notifications the invocation queued are sent before it returns (an
     environment is frozen between invocations; one left unsent costs the stream a poll interval).
     """
     model_now = function_name in MODEL_FUNCTIONS
-    handler = handlers(lambda: services_from_env(model_now=model_now))[function_name]
+    handler = bind(lambda: services_from_env(model_now=model_now))
     if os.environ.get("STEPLINE_SNAPSTART") == "1":
         from . import snapstart
 

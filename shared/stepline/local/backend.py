@@ -34,7 +34,8 @@ from typing import IO, Any, Literal, cast
 from ..aws.dynamodb import DynamoStore
 from ..aws.s3 import S3BlobStore
 from ..aws.stepfunctions import StepFunctionsOrchestrator
-from ..runtime.handlers import Handler, handlers
+from ..runtime.handlers import handlers
+from ..runtime.handling import Handler
 from ..runtime.services import Services
 from ..runtime.stream_push import InProcessNotifier
 from ..runtime.working_runs import run_tenant

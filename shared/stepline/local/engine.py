@@ -40,7 +40,7 @@ from typing import Any
 from ..aws.stepfunctions import execution_arn, execution_name, first_input
 from ..protocol._json import loads_strict
 from ..runtime.executions import Execution
-from ..runtime.handlers import Handler
+from ..runtime.handling import Handler
 from ..stack import ASL
 from . import asl
 from .workers import Owner, Timers, Workers

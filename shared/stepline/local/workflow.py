@@ -34,7 +34,7 @@ from typing import Any, cast
 
 from stepline.aws.stepfunctions import execution_arn
 from stepline.protocol._json import loads_strict
-from stepline.runtime.handlers import HANDLER_NAMES, Handler, logical_name
+from stepline.runtime.handling import HANDLER_NAMES, Handler, logical_name
 from stepline.stack import ASL
 
 from .moto_speed import install_sfn_speedups

@@ -48,7 +48,7 @@ class InvalidLinkError(StepLineError):
 class LinkClaims(BaseModel):
     """What a token says about itself (nothing of it is trusted before the MAC is checked)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     user_id: str = Field(alias="u", min_length=1, max_length=200)
     approval_id: str = Field(alias="a", min_length=1, max_length=200)

@@ -16,7 +16,7 @@ __all__ = ["Attempt", "Delivery", "DeliveryLog"]
 class Attempt(BaseModel):
     """One POST of a delivery: when, and the receiver's HTTP status or why there was none."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     at: int
     """Epoch milliseconds."""
@@ -26,6 +26,8 @@ class Attempt(BaseModel):
 
 class Delivery(BaseModel):
     """One notice for one callback URL, with its attempts."""
+
+    model_config = ConfigDict(defer_build=True)
 
     delivery_id: str
     """The event's id (`<runId>/<key>`): the `webhook-id` of every attempt."""

@@ -30,7 +30,6 @@ from ..store.errors import ActiveRunExists, Conflict, NotFound, TerminalState
 from ..store.records import CheckpointRecord, InboxEntry, NewEvent, RunRecord
 from ..store.steered import steer_chunk, user_model_messages
 from .services import Services
-from .turn import begin_turn
 
 __all__ = ["deliver_steers", "enqueue", "start_after", "start_next"]
 
@@ -94,6 +93,8 @@ def start_next(services: Services, user_id: str, conversation_id: str) -> str | 
         return None
     if conversation.active_run_id is not None or not conversation.inbox:
         return None
+    from .turn import begin_turn  # only when a message waits: a run's end without one never loads it
+
     entry = conversation.inbox[0]
     claims = entry.context.get("claims")
     body = entry.context.get("body")

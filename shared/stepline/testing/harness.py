@@ -40,7 +40,8 @@ from ..protocol.chunks import parse_chunk
 from ..protocol.reducer import reduce_ui_message_stream
 from ..runtime import ending, turn, waits
 from ..runtime.child_results import child_run_id
-from ..runtime.handlers import Handler, TransientModelError, handlers
+from ..runtime.handlers import handlers
+from ..runtime.handling import Handler, TransientModelError
 from ..runtime.services import Services
 from ..store.blobs import MemoryBlobStore
 from ..store.errors import ActiveRunExists, ConcurrentUpdate, NotFound

@@ -167,7 +167,8 @@ def test_a_worker_invocation_sends_what_it_queued_before_it_returns_even_when_it
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from stepline.aws.wiring import services_from_env, worker_handler
-    from stepline.runtime.handlers import StepFailed
+    from stepline.runtime.handle_end import fail_run_handler
+    from stepline.runtime.handling import StepFailed
 
     class Context:
         function_name = "stepline-fail-run"
@@ -179,7 +180,7 @@ def test_a_worker_invocation_sends_what_it_queued_before_it_returns_even_when_it
         monkeypatch.delenv(name, raising=False)  # the services cannot be built: the invocation fails
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Stepline")
     services_from_env.cache_clear()
-    handler = worker_handler("stepline-fail-run")
+    handler = worker_handler("stepline-fail-run", fail_run_handler)
     with FakeEventApi() as fake:
         notifier = _notifier(fake)
         notifier.notify(USER, RUN, 5)  # queued by the invocation's work

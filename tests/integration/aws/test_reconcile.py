@@ -19,7 +19,7 @@ import pytest
 
 from stepline.aws.stepfunctions import StepFunctionsOrchestrator
 from stepline.llm.scripted import ScriptedModel
-from stepline.runtime.handlers import Handler
+from stepline.runtime.handling import Handler
 from stepline.runtime.reconcile import DEFAULT_GRACE_MS, handle_event, sweep
 from stepline.runtime.turn import begin_turn
 from tests.support.local_aws import LocalAws, local_aws

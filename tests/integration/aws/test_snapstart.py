@@ -21,6 +21,8 @@ from moto import mock_aws
 from stepline.aws import snapstart
 from stepline.aws.wiring import services_from_env, worker_handler
 from stepline.local.resources import create_tables
+from stepline.runtime.handle_end import finalize_run_handler
+from stepline.runtime.handle_model_step import model_step_handler
 from tests.integration.aws.test_wiring import ENV
 
 
@@ -47,14 +49,14 @@ def test_without_snapstart_no_hook_is_registered(
     hooks: tuple[list[Any], list[Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("STEPLINE_SNAPSTART")
-    worker_handler("stepline-model-step")
+    worker_handler("stepline-model-step", model_step_handler)
     assert hooks == ([], [])
 
 
 def test_priming_imports_the_providers_sdk_and_reads_no_secret(hooks: tuple[list[Any], list[Any]]) -> None:
     before, after = hooks
     sys.modules.pop("stepline.llm.openai", None)
-    worker_handler("stepline-model-step")
+    worker_handler("stepline-model-step", model_step_handler)
     assert len(before) == 1 and [f for f, _, _ in after] == [snapstart.after_restore]
     with mock_aws():  # no SSM parameter exists: reading the key would fail, and it is not read
         _run(before)
@@ -65,7 +67,7 @@ def test_priming_imports_the_providers_sdk_and_reads_no_secret(hooks: tuple[list
 
 def test_a_restore_forgets_the_services_the_session_and_the_random_state(hooks: tuple[list[Any], list[Any]]) -> None:
     _, after = hooks
-    worker_handler("stepline-finalize-run")
+    worker_handler("stepline-finalize-run", finalize_run_handler)
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         create_tables(client, {"AgentTable": ENV["STEPLINE_AGENT_TABLE"], "EventsTable": ENV["STEPLINE_EVENTS_TABLE"]})
@@ -89,6 +91,6 @@ def test_a_failing_prime_does_not_fail_the_init(
 ) -> None:
     before, _ = hooks
     monkeypatch.setenv("STEPLINE_AGENT", "no_such_module:agent")
-    worker_handler("stepline-model-step")
+    worker_handler("stepline-model-step", model_step_handler)
     _run(before)  # the first invocation reports the configuration error, named
     assert "priming before the snapshot failed" in caplog.text

@@ -17,7 +17,8 @@ from stepline.aws.wiring import ConfigurationError, Settings, build_services, wo
 from stepline.llm.openai import OpenAIModel
 from stepline.llm.registry import DeferredModel
 from stepline.local.resources import create_tables
-from stepline.runtime.handlers import HANDLER_NAMES
+from stepline.runtime.handlers import HANDLERS
+from stepline.runtime.handling import HANDLER_NAMES
 from stepline.runtime.notifications import NoNotifier
 from stepline.store.errors import NotFound
 
@@ -107,7 +108,7 @@ def test_each_function_entry_point_binds_its_worker(name: str) -> None:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # binding is lazy: no AWS call at import
-    assert module.handler.__name__ == worker_handler(name).__name__
+    assert module.handler.__name__ == worker_handler(name, HANDLERS[name]).__name__
     assert module.handler.__name__ == name.removeprefix("stepline-").replace("-", "_")
     assert "app_" + directory not in sys.modules  # not left behind for other tests
 

@@ -17,7 +17,7 @@ from moto import mock_aws
 
 from stepline.local.backend import MOTO_CONFIG, REGION
 from stepline.local.workflow import LocalWorkflow
-from stepline.runtime.handlers import Handler
+from stepline.runtime.handling import Handler
 
 
 def _recording(calls: list[dict[str, Any]]) -> dict[str, Handler]:

@@ -11,6 +11,10 @@ The same import pins what a worker's cold start does not load or build (docs/arc
 import), no tracing SDK with tracing off, none of the HTTP side's protocol modules (the chat
 request, the stream writer), and no pydantic validator of a wire model or store record (they are
 built on first use, `defer_build`).
+
+And each worker imports its own handler's path only (`stepline.runtime.handle_*`): the model loop is
+the model step's alone, the turn-starting path loads where a turn starts, a run's end where a run
+ends (`OWN_PATH_ONLY`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,30 @@ NOT_AT_IMPORT = (
     *("openai", "anthropic", "httpx", "aws_xray_sdk", "opentelemetry"),
     *("stepline.api", "stepline.protocol.request", "stepline.protocol.writer"),
 )
+MODEL_LOOP = ("stepline.runtime.worker", "stepline.loop.step", "stepline.runtime.compaction")
+OTHER_HANDLERS = tuple(
+    f"stepline.runtime.{m}"
+    for m in ("handlers", "handle_model_step", "handle_await_input", "handle_expire_input", "handle_end")
+)
+OWN_PATH_ONLY: dict[str, tuple[str, ...]] = {
+    # function: what its import must not load (its own handler module is taken out of OTHER_HANDLERS)
+    "await_input": (*MODEL_LOOP, "stepline.runtime.children", "stepline.runtime.turn", "stepline.runtime.ending"),
+    "expire_input": (*MODEL_LOOP, "stepline.runtime.children", "stepline.runtime.turn", "stepline.runtime.inbox"),
+    "finalize_run": (*MODEL_LOOP, "stepline.runtime.children", "stepline.runtime.turn"),
+    "fail_run": (*MODEL_LOOP, "stepline.runtime.children", "stepline.runtime.turn"),
+    "reconciler": (*MODEL_LOOP, "stepline.runtime.children", "stepline.runtime.turn"),
+    "schedule_dispatch": (*MODEL_LOOP, "stepline.runtime.children"),
+    "callback_sender": (*MODEL_LOOP, "stepline.runtime.children"),
+    "model_step": (),
+    "ui_deploy": (),  # stand-alone: no stepline module at all (checked below)
+}
+OWN_HANDLER = {
+    "model_step": "handle_model_step",
+    "await_input": "handle_await_input",
+    "expire_input": "handle_expire_input",
+    "finalize_run": "handle_end",
+    "fail_run": "handle_end",
+}
 WORKERS = sorted(
     p.name for p in FUNCTIONS.iterdir() if (p / "app.py").exists() and not (p / "requirements.txt").exists()
 )
@@ -79,3 +107,34 @@ def test_a_worker_function_loads_no_sdk_nor_http_protocol_and_builds_no_wire_mod
     assert found["models"] > 50, "the wire models and records were not found: the check would pass vacuously"
     assert found["loaded"] == [], f"{function} imports what its cold start does not need"
     assert found["built"] == [], f"{function} builds these models' validators at import (defer_build)"
+
+
+_LOADED = """
+import json, sys
+sys.path.insert(0, ".")
+import app
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("stepline"))))
+"""
+
+
+def test_every_worker_has_its_import_boundary_pinned() -> None:
+    assert sorted(OWN_PATH_ONLY) == WORKERS
+
+
+@pytest.mark.parametrize("function", sorted(OWN_PATH_ONLY))
+def test_a_worker_function_imports_its_own_handler_path_only(function: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", _LOADED], cwd=FUNCTIONS / function, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    loaded = set(json.loads(result.stdout.strip().splitlines()[-1]))
+    if function == "ui_deploy":
+        assert loaded == set()
+        return
+    own = OWN_HANDLER.get(function)
+    assert own is None or f"stepline.runtime.{own}" in loaded, "the check would pass vacuously"
+    assert "stepline.aws.wiring" in loaded or "stepline.aws.unattended_wiring" in loaded
+    forbidden = {*OWN_PATH_ONLY[function], *OTHER_HANDLERS} - {f"stepline.runtime.{own}"}
+    if function == "model_step":  # the model loop is its own path: it loads it
+        assert set(MODEL_LOOP) <= loaded
+    assert sorted(forbidden & loaded) == [], f"{function} imports another worker's path"

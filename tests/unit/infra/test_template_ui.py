@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from stepline.runtime.handlers import HANDLER_NAMES, logical_name
+from stepline.runtime.handling import HANDLER_NAMES, logical_name
 from tests.unit.infra.test_template import FUNCTIONS, Template, _as_list, _named, _statements, _sub_text
 
 IDENTITY = {"UserPool", "UserPoolClient", "UserPoolDomain", "UserPoolLoginBranding"}

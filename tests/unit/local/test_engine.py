@@ -21,7 +21,7 @@ from stepline.local.engine import LocalStepFunctions
 from stepline.local.workflow import SimulatedCrash
 from stepline.protocol._json import loads_strict
 from stepline.runtime.executions import Execution
-from stepline.runtime.handlers import TransientModelError
+from stepline.runtime.handling import TransientModelError
 from stepline.stack import ASL
 
 USER, RUN = "u1", "r1"
