@@ -20,7 +20,6 @@ from .deps import ApiOptions
 from .errors import install_error_handlers
 from .identity import Identity
 from .schemas import ChatRequestBody, ErrorBody
-from .tenant_gate import TenantGate
 from .threads import FairThreads
 
 __all__ = ["create_app"]
@@ -43,7 +42,6 @@ def create_app(services: Services, identity: Identity, options: ApiOptions = Api
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=options.max_body_bytes)
     install_cors(app, options.cors_origins)  # outside the limit: a 413 has the CORS headers too
-    app.add_middleware(TenantGate, per_tenant=options.tenant_requests)  # first: a waiting request costs nothing
     app.include_router(streams.router)
     app.include_router(resources.router)
     app.include_router(agents.router)

@@ -13,7 +13,6 @@ from ..runtime.callback_urls import UrlPolicy
 from ..runtime.hook_signatures import HookSecrets
 from ..runtime.services import Services
 from .identity import Identity, request_claims
-from .tenant_gate import DEFAULT_PER_TENANT
 from .threads import FairThreads, RunSync
 
 __all__ = ["ApiOptions", "Options", "ServicesDep", "Threads", "User"]
@@ -42,8 +41,6 @@ class ApiOptions:
     """The callback URLs `POST /api/runs` accepts; None: callbacks are off (no signing secret)."""
     hook_secrets: HookSecrets | None = None
     """Where inbound webhooks' secrets come from (`POST /api/hooks/...`); None: hooks answer 503."""
-    tenant_requests: int = DEFAULT_PER_TENANT
-    """Requests of one tenant in the app at once before their responses start (`stepline.api.tenant_gate`)."""
 
 
 async def _user(request: Request) -> str:
