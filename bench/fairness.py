@@ -23,6 +23,10 @@ and **with the cap on working runs** (`tenant_working_runs`, `--cap`, default 8)
 requests past the cap get a 429 with `Retry-After`, and A's client starts each again after it (as a
 well-behaved client does), so A keeps the server busy at its cap until all its runs have streamed.
 
+`--spread S` starts B's loaded probes evenly over S seconds of A's flood instead of one after
+another (which measures only its first second or so: A's burst, then the quiet before A's
+refused requests come back after their `Retry-After`).
+
 Printed side by side: p50 / p95 / max of B's TTFT unloaded and loaded, p50 / p95 of its time to the
 200's headers (the server has started B's turn; the rest is the run to its first delta), the added p95, A's
 completed runs, its 429s and wall time, for each server. `--runs R` measures R times (each on fresh
@@ -118,10 +122,19 @@ async def _attempt(http: httpx.AsyncClient, chat_id: str, headers: dict[str, str
     return False
 
 
-async def _probes(http: httpx.AsyncClient, label: str, count: int, opened: list[float] | None = None) -> list[float]:
-    """B's chats one after another: their TTFTs; with `opened`, their times to the 200's headers there."""
+async def _probes(
+    http: httpx.AsyncClient, label: str, count: int, opened: list[float] | None = None, spread: float = 0.0
+) -> list[float]:
+    """B's chats one after another: their TTFTs; with `opened`, their times to the 200's headers there.
+
+    `spread`: the n-th chat starts no earlier than n·spread/count seconds after the first (spread
+    over that many seconds; 0: each as soon as the one before has streamed).
+    """
     found: list[float] = []
+    began = time.perf_counter()
     for n in range(count):
+        if spread:
+            await asyncio.sleep(max(0.0, began + n * spread / count - time.perf_counter()))
         chat_id = f"b-{label}-{n}"
         seconds = await _chat(http, "token-b", chat_id)
         accepted = _OPENED.pop(chat_id, None)
@@ -141,7 +154,7 @@ TARGET_MS = 50.0
 """The issue's target: B's added p95 under A's flood at most this."""
 
 
-async def measure(url: str, flood: int, probes: int) -> tuple[float, list[str]]:
+async def measure(url: str, flood: int, probes: int, spread: float = 0.0) -> tuple[float, list[str]]:
     """B's added p95 (ms), and the rows printed: B's TTFT unloaded and loaded, and A's flood, on one server."""
     limits = httpx.Limits(max_connections=flood + 20, max_keepalive_connections=flood + 20)
     async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as http:
@@ -155,7 +168,7 @@ async def measure(url: str, flood: int, probes: int) -> tuple[float, list[str]]:
         flooder.start()
         reports.get()  # A's requests are on their way before B's first probe
         loaded_opened: list[float] = []
-        loaded = await _probes(http, "loaded", probes, loaded_opened)
+        loaded = await _probes(http, "loaded", probes, loaded_opened, spread)
         done, refusals = reports.get()
         flooder.join()
         wall = time.perf_counter() - started
@@ -197,6 +210,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     parser.add_argument("--flood", type=int, default=200)
     parser.add_argument("--probes", type=int, default=20)
+    parser.add_argument(
+        "--spread",
+        type=float,
+        default=0.0,
+        help="start B's loaded probes evenly over this many seconds of A's flood (default 0: one after another)",
+    )
     parser.add_argument("--memory", action="store_true")
     parser.add_argument("--cap", type=int, default=8, help="tenant_working_runs of the second server")
     parser.add_argument("--runs", type=int, default=1, help="measure this many times, each on fresh servers")
@@ -232,7 +251,7 @@ def main() -> None:
                 with server(
                     [sys.executable, "-m", "stepline.cli", "dev", *data], {**env, "STEPLINE_LIMITS": limits}
                 ) as url:
-                    value, rows = asyncio.run(measure(url, args.flood, args.probes))
+                    value, rows = asyncio.run(measure(url, args.flood, args.probes, args.spread))
                 added[label].append(value)
                 heading = f"[{label}]" if args.runs == 1 else f"[{label}, run {run} of {args.runs}]"
                 print(f"\n{heading}\n" + "\n".join(rows), flush=True)
