@@ -37,6 +37,7 @@ from ..store.records import (
     MessageRecord,
     NewEvent,
     RunRecord,
+    StepRecordRow,
 )
 from ..store.redacting_unit import RedactingUnit
 from ..store.redaction import ReasoningPolicy, Redactor
@@ -61,13 +62,15 @@ TAILS = 10_000
 
 
 CHECKPOINT_OFFLOAD_BYTES = 8 * 1024
-"""A checkpoint's JSON above this goes to a blob, its item keeping the pointer: cheaper from ~6 KB.
+"""A checkpoint's or step record's JSON above this goes to a blob, its item keeping the pointer: cheaper from ~6 KB.
 
 A checkpoint is written in the step-end transaction, 2 write units per started KB ($0.625 per
 million units, us-east-1 on-demand); a blob costs one HEAD and, for new bytes, one PUT ($0.0004 and
 $0.005 per 1,000) plus the pointer's 2 units. A checkpoint holds the conversation's model messages,
 so it grows every step (17 KB at step 4 and 64 KB at step 10 of bench/cost.py's run). It is read
-only by the workers (a step's start, a fork), not by a client's stream."""
+only by the workers (a step's start, a fork), not by a client's stream. A step record is written in
+the same transaction; the inspector's whole request every `KEYFRAME_EVERY`th step (27 KB at step 8
+of that run) goes to a blob too, read by the next steps' writers and the run inspector only."""
 
 
 class DynamoStore(TransactionalStore, UnitReads):
@@ -120,7 +123,8 @@ class DynamoStore(TransactionalStore, UnitReads):
         else:
             data = dumps(record_fields(record))
         encoded: dict[str, Any] = {"kind": str_attr(KIND_OF[type(record)])}
-        threshold = self._checkpoint_threshold if isinstance(record, CheckpointRecord) else self._threshold
+        small = isinstance(record, CheckpointRecord | StepRecordRow)  # written at every step end
+        threshold = self._checkpoint_threshold if small else self._threshold
         if self._blobs is not None and len(data.encode()) > threshold:
             ref = self._blobs.put(record.user_id, data.encode(), media_type="application/json")
             encoded["blob"] = str_attr(ref.model_dump_json(by_alias=True))

@@ -20,7 +20,7 @@ from ..protocol.chunks import ErrorChunk, ResetStepChunk, StartStepChunk, UIMess
 from ..protocol.reducer import UIMessageReducer
 from ..protocol.to_chunks import UIChunkMapper, UIStreamOptions
 from ..store.errors import TerminalState
-from ..store.event_batcher import DEFAULT_WINDOW, EventBatcher, event_type_of
+from ..store.event_batcher import DEFAULT_WINDOW, EventBatcher, event_type_of, together
 from ..store.ports import SnapshotUpdate, Store
 from ..store.records import EventRecord, MessageRecord, NewEvent, RunRecord
 from ..store.redaction import Redactor
@@ -141,6 +141,7 @@ class RunRecorder:
     def _append(self, events: list[NewEvent]) -> None:
         if not events or self.closed:
             return
+        events = together(events)
         started = self._monotonic()
         try:
             stored = self._store.append_events(self._run.user_id, self._run.run_id, events, now=self._now())

@@ -313,7 +313,9 @@ def _persist(
         status="completed",
         finish_reason=step.finish_reason,
         usage=cast(dict[str, JsonValue], step.usage.to_metadata()),
-        response_messages=[m.to_wire() for m in step.response_messages],
+        # Stored once: with the inspector's `response`, the tool-call rows and the next step's
+        # request hold the step's answer and results (the checkpoint holds them for replay).
+        response_messages=[] if "response" in fields else [m.to_wire() for m in step.response_messages],
         provider_metadata=cast(dict[str, JsonValue] | None, step.provider_metadata),
         **fields,
     )

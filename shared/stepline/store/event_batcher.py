@@ -28,6 +28,12 @@ of its time writing. A slow store (moto's DynamoDB copies its tables on every tr
 holds the process's GIL while it does) gets fewer, larger batches instead of a writer that does
 little but write while the model's tokens wait behind it.
 
+What is ready at one moment is appended as one event (`together`, the writer's side): a flushed
+delta batch and the boundary that flushed it, or the held openings and the first delta, are the
+chunks of one event, one item to write (1 write unit under 1 KB, not one per event). It is typed and
+durable as its first boundary (a transient data chunk is never merged into a durable event). A
+client's position is an event's seq and a chunk's index in it, so resuming from it stays exact.
+
 So a delta is never held longer than the (widened) window; the number of writes per second stays
 near `1 / window` plus the leading edges and the boundaries,
 whatever the token rate, and reducing the chunks of all events in order gives the same message as reducing the
@@ -77,6 +83,7 @@ __all__ = [
     "UNATTENDED_WINDOW",
     "EventBatcher",
     "event_type_of",
+    "together",
 ]
 
 DEFAULT_WINDOW: Final = 0.050
@@ -288,3 +295,19 @@ class EventBatcher:
         self._runs = []
         self._last_flush = now
         return [*events, NewEvent(type=DELTA_EVENT, chunks=chunks, durable=False)]
+
+
+def together(events: list[NewEvent]) -> list[NewEvent]:
+    """The events one append writes, as one event.
+
+    Their chunks in order, typed and durable as the first boundary among them (a delta batch when
+    there is none). A transient boundary (`durable=False`) and a durable one are never merged: the
+    transient chunk would outlive its retention.
+    """
+    if len(events) < 2:
+        return events
+    durable = any(e.durable for e in events)
+    if durable and any(not e.durable and e.type != DELTA_EVENT for e in events):
+        return events
+    head = next((e for e in events if e.type != DELTA_EVENT), events[0])
+    return [NewEvent(type=head.type, chunks=[c for e in events for c in e.chunks], durable=durable)]

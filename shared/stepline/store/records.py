@@ -234,6 +234,9 @@ class StepRecordRow(_Record):
     usage: dict[str, JsonValue] | None = None
     request_digest: str | None = None
     response_messages: list[dict[str, JsonValue]] = Field(default_factory=list[dict[str, JsonValue]])
+    """The step's response messages, when nothing else records them: empty on a record with a
+    `response` (the inspector's summary, the tool-call rows and the next step's request `plus`
+    hold the same; the checkpoint keeps them for replay and resume)."""
     provider_metadata: dict[str, JsonValue] | None = None
     started_at: int
     ended_at: int | None = None

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import threading
 
+from pydantic import JsonValue
+
 from stepline.protocol.chunks import parse_chunk
 from stepline.runtime.recorder import RunRecorder
 from stepline.runtime.stream_push import CoalescingNotifier, InProcessNotifier, coalescing_window
@@ -87,10 +89,10 @@ def test_the_recorder_notifies_after_each_append_with_the_last_seq() -> None:
     rec.write([parse_chunk({"type": "start-step"}), parse_chunk({"type": "text-start", "id": "t"})])
     assert notified == []  # the openings wait for what fills them: nothing stored, nothing notified
     rec.write([parse_chunk({"type": "text-delta", "id": "t", "delta": "Hi"})])  # the leading edge
-    assert notified == [3]  # one append of three events: one notification, after it was stored
+    assert notified == [1]  # one append of one event (the openings and the delta): notified after it was stored
     rec.write([parse_chunk({"type": "text-end", "id": "t"})])
-    assert notified == [3, 4]
-    assert store.get_run(USER, RUN).last_event_seq == 4
+    assert notified == [1, 2]
+    assert store.get_run(USER, RUN).last_event_seq == 2
 
 
 def test_the_recorder_does_not_notify_what_was_not_written() -> None:
@@ -148,3 +150,23 @@ def test_a_coalescing_notifier_subscribes_through_its_inner_notifier() -> None:
         return woken
 
     assert asyncio.run(follow()) == [True, False]
+
+
+def test_a_step_is_written_as_few_items_and_reads_back_chunk_by_chunk_in_order() -> None:
+    store = started_store()
+    rec = recorder(store, [])
+    chunks: list[dict[str, JsonValue]] = [
+        {"type": "start-step"},
+        {"type": "text-start", "id": "t"},
+        {"type": "text-delta", "id": "t", "delta": "Hi"},
+        {"type": "text-end", "id": "t"},
+        {"type": "tool-input-start", "toolCallId": "c1", "toolName": "x"},
+        {"type": "tool-input-available", "toolCallId": "c1", "toolName": "x", "input": {}},
+    ]
+    rec.write([parse_chunk(chunk) for chunk in chunks])
+    events = store.events_after(USER, RUN, 0, now=3)
+    # One write: the openings, the leading delta and the boundaries after it in one event (one item).
+    assert [(e.seq, e.type, e.durable) for e in events] == [(1, "step_start", True)]
+    assert [chunk for e in events for chunk in e.chunks] == chunks
+    rec.write([parse_chunk({"type": "finish-step"})])
+    assert [e.seq for e in store.events_after(USER, RUN, 1, now=3)] == [2]

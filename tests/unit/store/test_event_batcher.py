@@ -17,6 +17,7 @@ from stepline.store.event_batcher import (
     OPENING_CHUNK_TYPES,
     EventBatcher,
     event_type_of,
+    together,
 )
 from stepline.store.records import NewEvent
 
@@ -513,3 +514,26 @@ def test_slow_appends_widen_the_window_to_four_times_their_duration() -> None:
         b.wrote(0.001)  # fast again: back to the configured window
     assert b.effective_window == 0.05
     assert all_chunks(b.add(text_delta("d"))) == [{"type": "text-delta", "id": "t", "delta": "bcd"}]
+
+
+def test_what_one_append_writes_is_one_event_typed_and_durable_as_its_first_boundary() -> None:
+    batcher = EventBatcher(window=0.05, clock=FakeClock())
+    ready = [*batcher.add(c(type="start-step")), *batcher.add(c(type="text-start", id="t"))]
+    ready += batcher.add(text_delta("Hi"))
+    assert [e.type for e in ready] == ["step_start", "part_start", "delta"]
+    (one,) = together(ready)
+    assert (one.type, one.durable) == ("step_start", True)
+    assert one.chunks == [chunk for event in ready for chunk in event.chunks]
+    deltas = NewEvent(type="delta", chunks=[text_delta("a").to_wire()], durable=False)
+    (batch,) = together([deltas, deltas])
+    assert (batch.type, batch.durable, len(batch.chunks)) == ("delta", False, 2)
+    assert together([deltas]) == [deltas] and together([]) == []
+
+
+def test_a_transient_boundary_is_never_merged_into_a_durable_event() -> None:
+    transient = NewEvent(type="data", chunks=[{"type": "data-x", "data": 1, "transient": True}], durable=False)
+    opening = NewEvent(type="part_start", chunks=[{"type": "text-start", "id": "t"}])
+    deltas = NewEvent(type="delta", chunks=[text_delta("a").to_wire()], durable=False)
+    assert together([opening, transient]) == [opening, transient]
+    (live,) = together([deltas, transient])
+    assert (live.type, live.durable) == ("data", False)
