@@ -138,6 +138,7 @@ def main() -> None:
         "OPENAI_API_KEY": "sk-cold-start-bench",
         "ANTHROPIC_API_KEY": "sk-ant-cold-start-bench",
         "POWERTOOLS_METRICS_NAMESPACE": "Stepline",
+        "STEPLINE_EVENT_BUS": "stepline-lifecycle",  # every function has the stack's bus (no call is made)
     }
     if args.built:
         sys.path.insert(0, str(Path(__file__).parent))

@@ -22,19 +22,18 @@ from ..errors import StepLineError
 from ..llm.base import LanguageModel
 from ..llm.registry import deferred_model, resolve_model
 from ..runtime.deployment_budget import budget_from_env
-from ..runtime.handlers import Handler, handlers
 from ..runtime.notifications import NoNotifier, Notifier
 from ..runtime.services import DEFAULT_MODEL, Services
 from ..runtime.stream_push import RunNotifier
 from .appsync_events import flush_notifications
 from .dynamodb import DynamoStore
 from .events import EventBridgeNotifier
-from .observability import instrument
 from .s3 import S3BlobStore
 from .secrets import approval_links_from_secret
 from .stepfunctions import StepFunctionsOrchestrator
 
 if TYPE_CHECKING:
+    from ..runtime.handlers import Handler
     from ..tracing.run_telemetry import RunTelemetry
 
 __all__ = [
@@ -183,7 +182,9 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
         else None
     )
     notifier: Notifier = (
-        EventBridgeNotifier(client("events"), bus=settings.event_bus) if settings.event_bus else NoNotifier()
+        EventBridgeNotifier(bus=settings.event_bus, client_factory=lambda: client("events"))
+        if settings.event_bus
+        else NoNotifier()
     )
     services = Services(
         prices=budget.prices,
@@ -266,6 +267,9 @@ def worker_handler(function_name: str) -> Handler:
     With stream push, the notifications the invocation queued are sent before it returns (an
     environment is frozen between invocations; one left unsent costs the stream a poll interval).
     """
+    from ..runtime.handlers import handlers  # the workers' paths and Powertools: the API functions load neither
+    from .observability import instrument
+
     model_now = function_name in MODEL_FUNCTIONS
     handler = handlers(lambda: services_from_env(model_now=model_now))[function_name]
     if os.environ.get("STEPLINE_SNAPSTART") == "1":
@@ -319,6 +323,7 @@ def _reconciler(
 def reconciler_handler() -> Handler:
     """The reconciler function's handler (`stack/functions/reconciler/app.py`): status changes and the sweep."""
     from ..runtime.reconcile import handle_event
+    from .observability import instrument
 
     built: list[tuple[Services, StepFunctionsOrchestrator]] = []
 
