@@ -22,6 +22,7 @@ from ..errors import StepLineError
 from ..llm.base import LanguageModel
 from ..llm.registry import deferred_model, resolve_model
 from ..runtime.deployment_budget import budget_from_env
+from ..runtime.handlers import Handler, handlers
 from ..runtime.notifications import NoNotifier, Notifier
 from ..runtime.services import DEFAULT_MODEL, Services
 from ..runtime.stream_push import RunNotifier
@@ -33,7 +34,6 @@ from .secrets import approval_links_from_secret
 from .stepfunctions import StepFunctionsOrchestrator
 
 if TYPE_CHECKING:
-    from ..runtime.handlers import Handler
     from ..tracing.run_telemetry import RunTelemetry
 
 __all__ = [
@@ -267,9 +267,6 @@ def worker_handler(function_name: str) -> Handler:
     With stream push, the notifications the invocation queued are sent before it returns (an
     environment is frozen between invocations; one left unsent costs the stream a poll interval).
     """
-    from ..runtime.handlers import handlers  # the workers' paths and Powertools: the API functions load neither
-    from .observability import instrument
-
     model_now = function_name in MODEL_FUNCTIONS
     handler = handlers(lambda: services_from_env(model_now=model_now))[function_name]
     if os.environ.get("STEPLINE_SNAPSTART") == "1":
@@ -286,7 +283,7 @@ def worker_handler(function_name: str) -> Handler:
             flush_notifications()
 
     run.__name__ = getattr(handler, "__name__", function_name)
-    return instrument(function_name, run)
+    return _instrument(function_name, run)
 
 
 def _reconciler(
@@ -323,7 +320,6 @@ def _reconciler(
 def reconciler_handler() -> Handler:
     """The reconciler function's handler (`stack/functions/reconciler/app.py`): status changes and the sweep."""
     from ..runtime.reconcile import handle_event
-    from .observability import instrument
 
     built: list[tuple[Services, StepFunctionsOrchestrator]] = []
 
@@ -337,4 +333,11 @@ def reconciler_handler() -> Handler:
             if services.telemetry is not None:
                 services.telemetry.flush()
 
-    return instrument("stepline-reconciler", reconcile)
+    return _instrument("stepline-reconciler", reconcile)
+
+
+def _instrument(function_name: str, handler: Handler) -> Handler:
+    """`stepline.aws.observability.instrument`, imported here: the workers load Powertools, the API functions never."""
+    from .observability import instrument
+
+    return instrument(function_name, handler)

@@ -18,7 +18,7 @@ from stepline.llm.openai import OpenAIModel
 from stepline.llm.registry import DeferredModel
 from stepline.local.resources import create_tables
 from stepline.runtime.handlers import HANDLER_NAMES
-from stepline.runtime.notifications import NoNotifier, RunEvent
+from stepline.runtime.notifications import NoNotifier
 from stepline.store.errors import NotFound
 
 REPO = Path(__file__).resolve().parents[3]
@@ -92,6 +92,8 @@ def test_the_s3_client_is_made_at_the_first_blob_request_not_when_the_services_a
 
 
 def test_the_eventbridge_client_is_made_at_the_first_publish_not_when_the_services_are_built() -> None:
+    from stepline.runtime.notifications import RunEvent
+
     asked: list[str] = []
 
     def client(service: str) -> Any:

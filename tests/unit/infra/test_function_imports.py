@@ -10,16 +10,12 @@ The same import pins what a worker's cold start does not load or build (docs/arc
 "Cold start and SnapStart"): no provider SDK (the model is built at init or on first call, not at
 import), no tracing SDK with tracing off, none of the HTTP side's protocol modules (the chat
 request, the stream writer), and no pydantic validator of a wire model or store record (they are
-built on first use, `defer_build`). The API folder's two entries are pinned too: the stream function's
-app (`run.sh` serves `stream:app`) has only the streaming routes and the health check and loads no
-other route module; neither API function loads the workers' handler paths or Powertools.
+built on first use, `defer_build`).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -83,70 +79,3 @@ def test_a_worker_function_loads_no_sdk_nor_http_protocol_and_builds_no_wire_mod
     assert found["models"] > 50, "the wire models and records were not found: the check would pass vacuously"
     assert found["loaded"] == [], f"{function} imports what its cold start does not need"
     assert found["built"] == [], f"{function} builds these models' validators at import (defer_build)"
-
-
-# The route modules the stream function does not serve (template.yaml sends it the four streaming
-# routes; the Web Adapter polls /api/health): importing any of them is a cold-start cost it never uses.
-NOT_IN_THE_STREAM = tuple(
-    f"stepline.api.{name}"
-    for name in ("app", "resources", "agents", "approval_links", "inspect", "runs", "forks", "hooks", "usage")
-)
-NOT_IN_AN_API_FUNCTION = ("stepline.runtime.handlers", "stepline.runtime.worker", "aws_lambda_powertools")
-STREAMED = {
-    *(("/api/chat", "POST"), ("/api/chat/{chat_id}/stream", "GET")),
-    *(("/api/completion", "POST"), ("/api/object", "POST"), ("/api/health", "GET")),
-}
-
-_API_IMPORT = """
-import importlib, json, sys
-sys.path.insert(0, ".")
-module = importlib.import_module(sys.argv[1])
-modules = sorted(sys.modules)  # before the OpenAPI document is built
-routes = sorted([path, method.upper()] for path, ops in module.app.openapi()["paths"].items() for method in ops)
-print(json.dumps({"modules": modules, "routes": routes}))
-"""
-_API_ENV = {
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_ACCESS_KEY_ID": "function-imports",
-    "AWS_SECRET_ACCESS_KEY": "function-imports",
-    "STEPLINE_AGENT_TABLE": "stepline-agent",
-    "STEPLINE_EVENTS_TABLE": "stepline-events",
-    "STEPLINE_BUCKET": "stepline-bucket",
-    "STEPLINE_EVENT_BUS": "stepline-bus",
-    "STEPLINE_STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:stepline-agent-run",
-}
-
-
-def _api_entry(module: str) -> dict[str, list[str]]:
-    """What importing the API folder's `module` (as its function does) loads, and the routes its app serves."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("STEPLINE_", "AWS_"))} | _API_ENV
-    result = subprocess.run(
-        [sys.executable, "-c", _API_IMPORT, module],
-        cwd=FUNCTIONS / "api",
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-def test_the_stream_function_runs_the_stream_module() -> None:
-    script = (FUNCTIONS / "api" / "run.sh").read_text()
-    served = re.findall(r"uvicorn .* (\w+):app\s*$", script, re.MULTILINE)
-    assert served == ["stream"], script
-    assert (FUNCTIONS / "api" / "stream.py").is_file()
-
-
-def test_the_stream_app_serves_its_routes_only_and_loads_no_other_route_module() -> None:
-    stream, whole = _api_entry("stream"), _api_entry("app")
-    assert {tuple(route) for route in stream["routes"]} == STREAMED
-    assert {tuple(route) for route in whole["routes"]} > STREAMED  # the buffered function serves them all
-    loaded = [m for m in stream["modules"] if m in NOT_IN_THE_STREAM]
-    assert loaded == [], "the stream function imports route modules it does not serve"
-    assert set(NOT_IN_THE_STREAM) <= set(whole["modules"]), "the check would pass vacuously"
-    for entry in (stream, whole):
-        assert [
-            m for m in entry["modules"] if m.split(".")[0] in NOT_IN_AN_API_FUNCTION or m in NOT_IN_AN_API_FUNCTION
-        ] == []
