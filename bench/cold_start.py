@@ -10,9 +10,9 @@ init phase runs); `init` = building the services from the environment as the fun
 does on its first invocation (`services_from_env()`; the model step with its model built,
 `model_now`; the reconciler its store and executions; the API functions build theirs during
 import, so it is in `import`; ui_deploy builds none). The environment
-is the one template.yaml sets (tables, bucket, state machine, model `--model`, an API key in the
-provider's variable, no SSM parameter: nothing here touches the network). The reference, in the
-same run: a fresh process that imports boto3 and nothing else, and one that does nothing. Also
+is the one template.yaml sets (tables, bucket, state machine, the lifecycle event bus, model
+`--model`, an API key in the provider's variable, no SSM parameter: nothing here touches the
+network). The reference, in the same run: a fresh process that imports boto3 and nothing else, and one that does nothing. Also
 printed: modules loaded, and which of the heavy optional packages (the two provider SDKs, the
 X-Ray SDK, OpenTelemetry's SDK and OTLP exporter with protobuf and requests, FastAPI, moto, httpx,
 websockets) ended up imported. The environment has tracing off (`STEPLINE_TRACING` unset, as a
