@@ -12,12 +12,13 @@ does on its first invocation (`services_from_env()`; the model step with its mod
 import, so it is in `import`; ui_deploy builds none). The environment
 is the one template.yaml sets (tables, bucket, state machine, the lifecycle event bus, model
 `--model`, an API key in the provider's variable, no SSM parameter: nothing here touches the
-network). The reference, in the same run: a fresh process that imports boto3 and nothing else, and one that does nothing. Also
-printed: modules loaded, and which of the heavy optional packages (the two provider SDKs, the
-X-Ray SDK, OpenTelemetry's SDK and OTLP exporter with protobuf and requests, FastAPI, moto, httpx,
-websockets) ended up imported. The environment has tracing off (`STEPLINE_TRACING` unset, as a
-stack deployed with `Tracing=off`); `--tracing xray` adds the same rows with traces to X-Ray (the
-template's default), where each function builds its tracer and OTLP exporter at init.
+network). The reference, in the same run: a fresh process that imports boto3 and nothing else, and
+one that does nothing. Also printed: modules loaded, and which of the heavy optional packages (the
+two provider SDKs, the X-Ray SDK, OpenTelemetry's SDK and OTLP exporter with protobuf and requests,
+FastAPI, moto, httpx, websockets) ended up imported. The environment has tracing off
+(`STEPLINE_TRACING` unset, as a stack deployed with `Tracing=off`); `--tracing xray` adds the same
+rows with traces to X-Ray (the template's default), where each function builds its tracer and OTLP
+exporter at init.
 
 `model_step (SnapStart)` models a restore: the process imports the function and runs its
 before-snapshot hook (`STEPLINE_SNAPSTART=1`: what the snapshot would hold, not timed), then
