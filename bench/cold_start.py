@@ -10,14 +10,15 @@ init phase runs); `init` = building the services from the environment as the fun
 does on its first invocation (`services_from_env()`; the model step with its model built,
 `model_now`; the reconciler its store and executions; the API functions build theirs during
 import, so it is in `import`; ui_deploy builds none). The environment
-is the one template.yaml sets (tables, bucket, state machine, model `--model`, an API key in the
-provider's variable, no SSM parameter: nothing here touches the network). The reference, in the
-same run: a fresh process that imports boto3 and nothing else, and one that does nothing. Also
-printed: modules loaded, and which of the heavy optional packages (the two provider SDKs, the
-X-Ray SDK, OpenTelemetry's SDK and OTLP exporter with protobuf and requests, FastAPI, moto, httpx,
-websockets) ended up imported. The environment has tracing off (`STEPLINE_TRACING` unset, as a
-stack deployed with `Tracing=off`); `--tracing xray` adds the same rows with traces to X-Ray (the
-template's default), where each function builds its tracer and OTLP exporter at init.
+is the one template.yaml sets (tables, bucket, state machine, the lifecycle event bus, model
+`--model`, an API key in the provider's variable, no SSM parameter: nothing here touches the
+network). The reference, in the same run: a fresh process that imports boto3 and nothing else, and
+one that does nothing. Also printed: modules loaded, and which of the heavy optional packages (the
+two provider SDKs, the X-Ray SDK, OpenTelemetry's SDK and OTLP exporter with protobuf and requests,
+FastAPI, moto, httpx, websockets) ended up imported. The environment has tracing off
+(`STEPLINE_TRACING` unset, as a stack deployed with `Tracing=off`); `--tracing xray` adds the same
+rows with traces to X-Ray (the template's default), where each function builds its tracer and OTLP
+exporter at init.
 
 `model_step (SnapStart)` models a restore: the process imports the function and runs its
 before-snapshot hook (`STEPLINE_SNAPSTART=1`: what the snapshot would hold, not timed), then
@@ -138,6 +139,7 @@ def main() -> None:
         "OPENAI_API_KEY": "sk-cold-start-bench",
         "ANTHROPIC_API_KEY": "sk-ant-cold-start-bench",
         "POWERTOOLS_METRICS_NAMESPACE": "Stepline",
+        "STEPLINE_EVENT_BUS": "stepline-lifecycle",  # every function has the stack's bus (no call is made)
     }
     if args.built:
         sys.path.insert(0, str(Path(__file__).parent))

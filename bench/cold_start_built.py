@@ -6,7 +6,8 @@ Each sample is a fresh `python3.13 -I -S -B` process (no site-packages, no envir
 function's; `-B`: it writes no .pyc, as nothing can on Lambda's read-only folders) whose `sys.path`
 is what Lambda's has: the function's folder (/var/task), the shared
 layer's `python/` (/opt/python) and the runtime folder (`.lambda-runtime`: boto3 as the Lambda
-runtime has it). `import` = importing the function's `app` (Lambda's init phase); `init` = what
+runtime has it). `import` = importing the function's `app` (Lambda's init phase; for the stream
+function, the module its `run.sh` serves under uvicorn: `stream` since it has its own app); `init` = what
 each function builds on its first invocation before it does any work (`services_from_env`, the
 reconciler its store; the schedule dispatcher and the callback sender their services and boto3
 clients, but not the callback secret's read, which is a network call; the API functions build
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import subprocess
 from pathlib import Path
@@ -33,19 +35,19 @@ RUNTIME_FUNCTIONS = {
     "FailRunFunction": "fail_run",
     "ReconcilerFunction": "reconciler",
     "ApiFunction": "api",
-    "StreamFunction": "api",
+    "StreamFunction": "stream",
     "ScheduleDispatchFunction": "schedule_dispatch",
     "CallbackSenderFunction": "callback_sender",
 }
 PROBE = r"""
 import json, os, sys, time
 started = time.perf_counter()
-kind = sys.argv[1]
-sys.path[:0] = sys.argv[2:]
+kind, entry = sys.argv[1:3]
+sys.path[:0] = sys.argv[3:]
 if kind == "boto3":
     import boto3
 else:
-    import app
+    __import__(entry)
 imported = time.perf_counter()
 if kind == "reconciler":
     from stepline.aws.wiring import Settings, _reconciler
@@ -69,9 +71,22 @@ print(json.dumps({"import": imported - started, "init": done - imported, "cpu": 
 """
 
 
+def _entry(folder: Path, kind: str) -> str:
+    """The module a function's runtime imports: `app`, or for the stream function what its `run.sh` serves."""
+    if kind != "stream":
+        return "app"
+    served = re.search(r"uvicorn .* (\w+):app\s*$", (folder / "run.sh").read_text(), re.MULTILINE)
+    return served.group(1) if served else "app"
+
+
 def _sample(python: str, kind: str, paths: list[str], env: dict[str, str]) -> dict[str, float]:
+    entry = _entry(Path(paths[0]), kind) if kind != "boto3" else "-"
     out = subprocess.run(
-        [python, "-I", "-S", "-B", "-c", PROBE, kind, *paths], env=env, capture_output=True, text=True, check=True
+        [python, "-I", "-S", "-B", "-c", PROBE, kind, entry, *paths],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 

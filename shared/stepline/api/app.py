@@ -1,93 +1,27 @@
 """The HTTP API: one FastAPI app for the chat stream, resume, approvals, abort and the REST reads.
 
-The same app object runs everywhere: under uvicorn locally (`stepline dev`) and on AWS behind
-the Lambda Web Adapter (the streaming routes) and Mangum (the buffered ones). Every route but
-`/api/health` resolves the caller's user first (`stepline.api.identity`) and passes it to every
-store call, so another user's ids are simply not found (404), exactly like ids that do not exist.
+The same app object runs everywhere: under uvicorn locally (`stepline dev`) and on AWS in the
+buffered function (Mangum). The stream function behind the Lambda Web Adapter serves only the
+streaming routes and the health check, with the same app around them (`stepline.api.stream_app`).
+Every route but `/api/health` resolves the caller's user first (`stepline.api.identity`) and
+passes it to every store call, so another user's ids are simply not found (404), exactly like ids
+that do not exist.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import FastAPI
 
 from ..runtime.services import Services
-from . import agents, approval_links, forks, hooks, inspect, resources, runs, streams, usage
-from .bodies import BodyLimit
-from .cors import install_cors
+from . import agents, approval_links, forks, health, hooks, inspect, resources, runs, streams, usage
 from .deps import ApiOptions
-from .errors import install_error_handlers
 from .identity import Identity
-from .schemas import ChatRequestBody, ErrorBody
-from .threads import FairThreads
+from .shell import app_with_routes
 
 __all__ = ["create_app"]
 
 
 def create_app(services: Services, identity: Identity, options: ApiOptions = ApiOptions()) -> FastAPI:  # noqa: B008
     """The Stepline API over `services`, with users from `identity`."""
-    app = FastAPI(
-        title="Stepline",
-        summary="Durable AI agent conversations speaking the AI SDK UI Message Stream protocol.",
-        version="0.1.0",
-        openapi_url="/api/openapi.json",
-        docs_url="/api/docs",
-        redoc_url=None,
-    )
-    app.state.services = services
-    app.state.identity = identity
-    app.state.options = options
-    app.state.threads = FairThreads()
-    install_error_handlers(app)
-    app.add_middleware(BodyLimit, max_bytes=options.max_body_bytes)
-    install_cors(app, options.cors_origins)  # outside the limit: a 413 has the CORS headers too
-    app.include_router(streams.router)
-    app.include_router(resources.router)
-    app.include_router(agents.router)
-    app.include_router(approval_links.router)
-    app.include_router(inspect.router)
-    app.include_router(runs.router)
-    app.include_router(forks.router)
-    app.include_router(hooks.router)
-    app.include_router(usage.router)
-    _document(app)
-    return app
-
-
-def _document(app: FastAPI) -> None:
-    """The OpenAPI document as the app answers: the chat body, and the errors' real status and shape.
-
-    `POST /api/chat` reads its body itself (the SDK's validation), so its schema is added here.
-    FastAPI documents a 422 with its own error shape for every route with parameters; the app
-    answers a malformed request with a 400 `ErrorBody` (`stepline.api.errors`), and any other
-    refusal (401, 404, 409, 410, 413) with the same shape.
-    """
-    original = app.openapi
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = original()
-            schemas = schema.setdefault("components", {}).setdefault("schemas", {})
-            schemas["ChatRequestBody"] = ChatRequestBody.model_json_schema(ref_template=_REF)
-            schemas["ErrorBody"] = ErrorBody.model_json_schema(ref_template=_REF)
-            for name in ("HTTPValidationError", "ValidationError"):
-                schemas.pop(name, None)
-            for path, operations in schema.get("paths", {}).items():
-                for operation in operations.values():
-                    _document_errors(operation["responses"], public=path == "/api/health")
-            app.openapi_schema = schema
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
-
-
-_REF = "#/components/schemas/{model}"
-
-
-def _document_errors(responses: dict[str, Any], *, public: bool) -> None:
-    responses.pop("422", None)
-    error = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
-    if not public:
-        responses["400"] = {"description": "A malformed request: the message names the field", "content": error}
-        responses["4XX"] = {"description": "Refused (401, 404, 409, 410, 413): the message says why", "content": error}
+    routers = (streams, health, resources, agents, approval_links, inspect, runs, forks, hooks, usage)
+    return app_with_routes(services, identity, options, [module.router for module in routers])

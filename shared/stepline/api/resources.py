@@ -1,4 +1,4 @@
-"""The buffered routes: health, the approval webhook, abort, conversations and artifacts."""
+"""The buffered routes: the approval webhook, abort, conversations and artifacts."""
 
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ from .schemas import (
     BranchSwitchBody,
     ConversationDetail,
     ConversationList,
-    Health,
     Id,
     WebhookDecisionBody,
     approval_view,
@@ -36,11 +35,6 @@ from .schemas import (
 __all__ = ["router"]
 
 router = APIRouter(route_class=CheckedRoute)
-
-
-@router.get("/api/health", tags=["meta"])
-def health(services: ServicesDep) -> Health:
-    return Health(status="ok", model=services.model_spec(services.agent_set.default))
 
 
 @router.post("/api/approvals/{approval_id}", tags=["approvals"])

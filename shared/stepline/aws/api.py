@@ -1,8 +1,9 @@
-"""The API on Lambda: the one FastAPI app, over services from the environment, users from the authorizer.
+"""The API on Lambda: the FastAPI app over services from the environment, users from the authorizer.
 
-Two functions run it (template.yaml): `ApiFunction` through Mangum for the buffered routes, and
-`StreamFunction` under uvicorn behind the Lambda Web Adapter for the SSE routes (Mangum collects a
-response body whole, so it cannot stream).
+Two functions run it (template.yaml): `ApiFunction` through Mangum, the whole API (API Gateway
+sends it every path but the streaming ones), and `StreamFunction` under uvicorn behind the Lambda
+Web Adapter, the SSE routes and the health check only (`stepline.api.stream_app`: Mangum collects
+a response body whole, so it cannot stream; and the stream function loads no other route module).
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from ..api.app import create_app
 from ..api.cors import parse_origins
 from ..api.deps import ApiOptions
 from ..api.identity import ApiGatewayIdentity
 from .wiring import ConfigurationError, Settings, build_services
 
-__all__ = ["api_app", "api_options", "buffered_handler"]
+__all__ = ["api_app", "api_options", "buffered_handler", "stream_app"]
 
 
 def api_options(settings: Settings) -> ApiOptions:
@@ -31,12 +31,26 @@ def api_options(settings: Settings) -> ApiOptions:
 
 
 def api_app(options: ApiOptions | None = None) -> FastAPI:
-    """The app over this function's services (built once per cold start, from one read of the environment)."""
+    """The whole API over this function's services (built once per cold start, from one read of the environment)."""
+    from ..api.app import create_app
     from .unattended_wiring import with_unattended
 
     settings = Settings.from_env(os.environ)
     services = build_services(settings)
     return create_app(services, ApiGatewayIdentity(), with_unattended(services, options or api_options(settings)))
+
+
+def stream_app(options: ApiOptions | None = None) -> FastAPI:
+    """The stream function's app: its routes over this function's services, built as `api_app` builds them.
+
+    Without the callback and hook options (`with_unattended`): only `POST /api/runs` and the hooks
+    use them, and the stream function serves neither.
+    """
+    from ..api.stream_app import create_stream_app
+
+    settings = Settings.from_env(os.environ)
+    services = build_services(settings)
+    return create_stream_app(services, ApiGatewayIdentity(), options or api_options(settings))
 
 
 def buffered_handler(app: FastAPI) -> Any:

@@ -7,6 +7,8 @@ fails, Step Functions retries it, and the retry publishes what the run does not 
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import StepLineError
@@ -23,9 +25,18 @@ class PublishError(StepLineError):
 class EventBridgeNotifier:
     """Publishes each event to one event bus, with source `stepline`."""
 
-    def __init__(self, client: Any, *, bus: str) -> None:
-        self._client = client
+    def __init__(self, client: Any = None, *, bus: str, client_factory: Callable[[], Any] | None = None) -> None:
+        # `client_factory` instead of `client`: the client is made at the first publish, not here (making
+        # an EventBridge client costs about a sixth of `import boto3`, and most invocations publish nothing).
+        if (client is None) == (client_factory is None):
+            raise TypeError("EventBridgeNotifier takes a client or a client_factory")
+        self._given = client
+        self._factory = client_factory
         self._bus = bus
+
+    @functools.cached_property
+    def _client(self) -> Any:
+        return self._given if self._factory is None else self._factory()
 
     def publish(self, event: RunEvent) -> None:
         detail = dumps(event.detail)

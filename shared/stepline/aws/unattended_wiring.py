@@ -22,7 +22,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..runtime.callback_urls import UrlPolicy, parse_networks
 from ..runtime.hook_signatures import check_secret
 from ..runtime.services import Services
-from .observability import instrument
 from .unattended import DynamoDeliveryLog, DynamoScheduleState, dispatch, send_callbacks
 from .wiring import ConfigurationError, Settings, services_from_env
 
@@ -107,6 +106,8 @@ def with_unattended(services: Services, options: ApiOptions, env: Mapping[str, s
 
 def dispatch_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The dispatcher function's handler (`functions/schedule_dispatch/app.py`), with Powertools' logs and metrics."""
+    from .observability import instrument  # Powertools: the API functions, which import this module, never load it
+
     built: list[tuple[Services, DynamoScheduleState]] = []
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -128,6 +129,8 @@ def callback_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
 
     With Powertools' logs and metrics, like the other functions; each attempt is a span of its run's trace.
     """
+    from .observability import instrument
+
     built: list[tuple[Services, DynamoDeliveryLog, Any, str, str, UrlPolicy]] = []
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:

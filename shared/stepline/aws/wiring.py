@@ -29,7 +29,6 @@ from ..runtime.stream_push import RunNotifier
 from .appsync_events import flush_notifications
 from .dynamodb import DynamoStore
 from .events import EventBridgeNotifier
-from .observability import instrument
 from .s3 import S3BlobStore
 from .secrets import approval_links_from_secret
 from .stepfunctions import StepFunctionsOrchestrator
@@ -183,7 +182,9 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
         else None
     )
     notifier: Notifier = (
-        EventBridgeNotifier(client("events"), bus=settings.event_bus) if settings.event_bus else NoNotifier()
+        EventBridgeNotifier(bus=settings.event_bus, client_factory=lambda: client("events"))
+        if settings.event_bus
+        else NoNotifier()
     )
     services = Services(
         prices=budget.prices,
@@ -285,7 +286,7 @@ def worker_handler(function_name: str, bind: HandlerFactory) -> Handler:
             flush_notifications()
 
     run.__name__ = getattr(handler, "__name__", function_name)
-    return instrument(function_name, run)
+    return _instrument(function_name, run)
 
 
 def _reconciler(
@@ -335,4 +336,11 @@ def reconciler_handler() -> Handler:
             if services.telemetry is not None:
                 services.telemetry.flush()
 
-    return instrument("stepline-reconciler", reconcile)
+    return _instrument("stepline-reconciler", reconcile)
+
+
+def _instrument(function_name: str, handler: Handler) -> Handler:
+    """`stepline.aws.observability.instrument`, imported here: the workers load Powertools, the API functions never."""
+    from .observability import instrument
+
+    return instrument(function_name, handler)

@@ -32,10 +32,10 @@ class Context:
         self.aws_request_id = f"req-{name}-{time.monotonic_ns()}"
 
 
-def load(name: str, folder: str):
-    """A built function's `app` module, with its own folder (its requirements) importable."""
+def load(name: str, folder: str, entry: str = "app"):
+    """A built function's `app` module (or another `entry`), with its own folder (its requirements) importable."""
     sys.path.insert(0, folder)
-    spec = importlib.util.spec_from_file_location(f"built_{name}", os.path.join(folder, "app.py"))
+    spec = importlib.util.spec_from_file_location(f"built_{name}_{entry}", os.path.join(folder, f"{entry}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -107,6 +107,14 @@ def main() -> dict:
         api = modules["ApiFunction"]
         health = api.handler(proxy_event("GET", "/api/health"), Context("api"))
         results["health"] = {"status": health["statusCode"], "body": json.loads(health["body"])}
+        # The stream function's app (`run.sh`: uvicorn serves `stream:app`), asked through Mangum here:
+        # its health check answers, a buffered route is not there (API Gateway sends it elsewhere).
+        from mangum import Mangum
+
+        stream = Mangum(load("StreamFunction", config["stream"], "stream").app, lifespan="off")
+        answers = {path: stream(proxy_event("GET", path), Context("stream")) for path in ("/api/health", "/api/agents")}
+        results["stream"] = {path: answer["statusCode"] for path, answer in answers.items()}
+        results["agents"] = api.handler(proxy_event("GET", "/api/agents"), Context("api"))["statusCode"]
 
         # The state machine's part: read the execution the chat started, run its task inputs.
         sfn = boto3.client("stepfunctions", region_name=REGION)

@@ -159,6 +159,7 @@ def test_every_built_function_imports_and_answers_in_a_clean_python_313(built: P
     )  # the built template names each function's built folder
     folders = {name: str(built / name) for name in RUNTIME_FUNCTIONS}
     assert all(Path(f, "app.py").is_file() for f in folders.values())
+    assert (built / "StreamFunction" / "stream.py").is_file()
     assert "UiDeployFunction" in built_template["Resources"]
     assert (built / "SharedLayer" / "python" / "stepline").is_dir(), "the shared layer lacks stepline"
     scripted = tmp_path / "script.json"
@@ -170,6 +171,7 @@ def test_every_built_function_imports_and_answers_in_a_clean_python_313(built: P
                 "runtime": str(RUNTIME),
                 "layer": str(built / "SharedLayer" / "python"),
                 "functions": folders,
+                "stream": str(built / "StreamFunction"),
                 "env": _environment(scripted),
                 "tables": _tables(),
             }
@@ -191,6 +193,8 @@ def test_every_built_function_imports_and_answers_in_a_clean_python_313(built: P
     assert answers["python"].startswith("3.13.")
     assert answers["imported"] == sorted(RUNTIME_FUNCTIONS)
     assert answers["health"] == {"status": 200, "body": {"status": "ok", "model": "scripted:script"}}
+    assert answers["stream"] == {"/api/health": 200, "/api/agents": 404}  # the stream function's routes only
+    assert answers["agents"] == 200  # served by the buffered function
     assert answers["chat"]["status"] == 200
     assert "Built and answering." in answers["chat"]["body"] and answers["chat"]["body"].rstrip().endswith(
         "data: [DONE]"

@@ -92,6 +92,28 @@ def test_the_s3_client_is_made_at_the_first_blob_request_not_when_the_services_a
         assert asked.count("s3") == 1  # made once, then kept
 
 
+def test_the_eventbridge_client_is_made_at_the_first_publish_not_when_the_services_are_built() -> None:
+    from stepline.runtime.notifications import RunEvent
+
+    asked: list[str] = []
+
+    def client(service: str) -> Any:
+        asked.append(service)
+        return _client(service)
+
+    env = ENV | {"STEPLINE_OPENAI_KEY_PARAMETER": "", "STEPLINE_EVENT_BUS": "stepline-events-bus"}
+    with mock_aws():
+        _client("events").create_event_bus(Name="stepline-events-bus")
+        services = build_services(Settings.from_env(env), client=client)
+        assert isinstance(services.notifier, EventBridgeNotifier) and "events" not in asked
+        event = RunEvent(detail_type="Run Completed", detail={"runId": "r1", "userId": "u1"})
+        services.notifier.publish(event)
+        services.notifier.publish(event)
+        assert asked.count("events") == 1  # made once, at the first publish, then kept
+    with pytest.raises(TypeError):
+        EventBridgeNotifier(bus="stepline-events-bus")  # neither a client nor a way to make one
+
+
 def test_an_unreadable_key_fails_without_showing_anything_secret() -> None:
     with mock_aws():
         with pytest.raises(ConfigurationError) as caught:

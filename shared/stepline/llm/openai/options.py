@@ -76,7 +76,7 @@ def other_warning(message: str) -> CallWarning:
 
 class _Options(BaseModel):
     model_config: ClassVar[ConfigDict] = ConfigDict(
-        alias_generator=to_camel, populate_by_name=False, strict=True, extra="forbid", frozen=True
+        alias_generator=to_camel, populate_by_name=False, strict=True, extra="forbid", frozen=True, defer_build=True
     )
 
 

@@ -44,7 +44,7 @@ _KEY_PATTERN = re.compile(r"\b(sk|sess|rk)-[A-Za-z0-9_\-*.]{4,}")
 class Loose(BaseModel):
     """A stream event read leniently: fields this code does not know are kept, never rejected."""
 
-    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow")
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow", defer_build=True)
 
 
 class ToolCallBuffer:

@@ -1,8 +1,8 @@
-"""The HTTP API: one FastAPI app for both API functions of template.yaml.
+"""The HTTP API of the buffered function (`ApiFunction`, Handler `app.handler`): the whole app through Mangum.
 
-`ApiFunction` (Handler `app.handler`) serves the buffered routes through Mangum; `StreamFunction`
-(Handler `run.sh`) runs `app:app` under uvicorn behind the Lambda Web Adapter, which streams the
-SSE routes. The code is in the shared layer, `stepline.api`, bound to services from the environment.
+`StreamFunction` shares this folder: its `run.sh` runs `stream:app` (the streaming routes only,
+`stream.py`) under uvicorn behind the Lambda Web Adapter. The code is in the shared layer,
+`stepline.api`, bound to services from the environment.
 """
 
 from stepline.aws.api import api_app, buffered_handler
