@@ -123,8 +123,8 @@ class DynamoStore(TransactionalStore, UnitReads):
         else:
             data = dumps(record_fields(record))
         encoded: dict[str, Any] = {"kind": str_attr(KIND_OF[type(record)])}
-        small = isinstance(record, CheckpointRecord | StepRecordRow)  # written at every step end
-        threshold = self._checkpoint_threshold if small else self._threshold
+        every_step = isinstance(record, CheckpointRecord | StepRecordRow)  # written at every step end
+        threshold = self._checkpoint_threshold if every_step else self._threshold
         if self._blobs is not None and len(data.encode()) > threshold:
             ref = self._blobs.put(record.user_id, data.encode(), media_type="application/json")
             encoded["blob"] = str_attr(ref.model_dump_json(by_alias=True))
