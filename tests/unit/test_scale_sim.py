@@ -5,8 +5,11 @@ Seeded and small (a few hundred simulated runs), so fast and deterministic.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from dataclasses import replace
+
+import pytest
 
 from bench.scale.limits import DEFAULT_QUOTAS, LIMITS, RECOMMENDED_QUOTAS
 from bench.scale.meters import Meters, coalesced_publishes, poll_reads_per_s, shard_of
@@ -14,8 +17,11 @@ from bench.scale.models import Lambda, TokenBucket, bucket_throttles, erlang_c, 
 from bench.scale.report import bill, over_capacity, percentile
 from bench.scale.sim import MODEL_STEP, simulate
 from bench.scale.workload import Design, Workload
+from stepline.api.tail import TailOptions, follow_run
 from stepline.aws.dynamo_items import ACTIVE_RUN_SHARDS, active_run_key
 from stepline.runtime.stream_push import CoalescingNotifier, RunSubscription
+from stepline.store.records import NewEvent
+from tests.unit.api.test_tail import RUN, USER, CountingStore, delta, finish, store_with_events
 
 
 def test_a_token_bucket_refuses_what_the_closed_form_says() -> None:
@@ -231,3 +237,37 @@ def test_provisioned_environments_serve_a_standing_start_the_scaling_rate_cannot
     assert not warm.throttles and warm.completed == warm.runs
     assert warm.provisioned_gb_s == 30.0 * (800 * 1.0 + 800 * 0.5)
     assert bill(warm, Design())["Lambda provisioned"] > 0
+
+
+def test_a_following_streams_reads_per_poll_are_what_the_tail_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`poll_reads_per_s` from the tail itself: a run at work whose every poll finds a delta batch.
+
+    On DynamoDB a read of the run is a `GetItem` on AgentTable and a one-item `Query` of the log's
+    tail on EventsTable; a read of the log is one `Query` on EventsTable (every item under 4 KB).
+    """
+    store = store_with_events([[{"type": "start"}]])
+    counting = CountingStore(store)
+    marks: list[dict[str, int]] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(seconds: float) -> None:  # one poll cycle each; the worker writes a batch between them
+        marks.append(dict(counting.reads))
+        if len(marks) <= 6:
+            store.append_events(USER, RUN, [NewEvent(type="delta", chunks=[delta(len(marks))])], now=3)
+        else:
+            finish(store)
+        await real_sleep(0)
+
+    monkeypatch.setattr("stepline.api.tail.asyncio.sleep", sleep)
+
+    async def follow() -> None:
+        options = TailOptions(poll_seconds=0.1, stop_at_input=False)
+        async for _ in follow_run(counting, USER, RUN, options=options, clock=lambda: 2):  # type: ignore[arg-type]
+            pass
+
+    asyncio.run(follow())
+    cycles = 6  # the polls between the first pause and the seventh, each finding one batch
+    run_reads = (marks[6]["get_run"] - marks[0]["get_run"]) / cycles
+    log_reads = (marks[6]["events_after"] - marks[0]["events_after"]) / cycles
+    per_second = 1 / 0.1
+    assert poll_reads_per_s(0.1) == (run_reads * per_second, (run_reads + log_reads) * per_second)
