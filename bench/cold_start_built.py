@@ -76,7 +76,9 @@ def _entry(folder: Path, kind: str) -> str:
     if kind != "stream":
         return "app"
     served = re.search(r"uvicorn .* (\w+):app\s*$", (folder / "run.sh").read_text(), re.MULTILINE)
-    return served.group(1) if served else "app"
+    if served is None:  # measuring another module than the one Lambda serves would be a wrong row
+        raise SystemExit(f"{folder / 'run.sh'}: no `uvicorn ... MODULE:app` line to measure")
+    return served.group(1)
 
 
 def _sample(python: str, kind: str, paths: list[str], env: dict[str, str]) -> dict[str, float]:
