@@ -23,9 +23,10 @@ from ..agent.loading import UnknownAgentError
 from ..loop.state import LoopState, UsageTotals
 from ..protocol._json import loads_strict
 from ..store.errors import Conflict, NotFound, TerminalState
-from ..store.records import TERMINAL, ConversationRecord, RunRecord, ToolCallRecord
+from ..store.records import TERMINAL, WAITING_RUN, ConversationRecord, RunRecord, ToolCallRecord
+from .budget_wait import pending_ids
 from .services import Services
-from .waits import answer, run_state
+from .waits import answer, run_approvals, run_state
 
 __all__ = [
     "CHILD_PREFIX",
@@ -116,9 +117,36 @@ def children_at_work(services: Services, run: RunRecord, levels: int = DEFAULT_M
             return True
         if child.status in ("queued", "running") or children_at_work(services, child, levels - 1):
             return True
+        if _answered(services, child):  # decided, its worker not yet run: it goes on next
+            return True
         if child.status in TERMINAL["run"]:  # ended, its result on its way to the parent: about to resume
             return True
     return _resuming(calls, delegated)
+
+
+def _answered(services: Services, run: RunRecord) -> bool:
+    """A waiting run whose every request to a person has its answer: its worker resumes it next.
+
+    A decision (or an answer) resumes the run's workflow, but the run reads waiting until its next
+    step marks it running; the continuation that carried the decision has already sent its settled
+    part, so a parent's stream that took this for a wait ended before the child went on. A wait for
+    sub-agents alone is left to theirs (`children_at_work`).
+    """
+    if run.status not in WAITING_RUN:
+        return False
+    state = run_state(services, run.user_id, run.run_id)
+    ids = pending_ids(state)
+    questions = {c.tool_call_id for c in state.pending_client_calls}
+    if not ids and not questions:
+        return False
+    approvals = run_approvals(services, run.user_id, run.run_id, state)
+    if len(approvals) < len(ids) or any(a.status == "requested" for a in approvals):
+        return False
+    delegated = agent_tools_of(services.agent_of_run(run.agent))
+    return not any(
+        c.status not in TERMINAL["tool_call"] and (c.tool_call_id in questions or c.tool_name in delegated)
+        for c in services.store.list_tool_calls(run.user_id, run.run_id)
+    )
 
 
 def _resuming(calls: Sequence[ToolCallRecord], delegated: Collection[str]) -> bool:

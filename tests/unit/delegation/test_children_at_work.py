@@ -56,3 +56,21 @@ def test_a_question_still_open_beside_the_answered_child_keeps_the_wait() -> Non
     child = next(r for r in services.store.list_tool_calls(USER, run_id) if r.tool_name == "writer")
     services.store.answer_tool_call(USER, run_id, child.tool_call_id, output="ok", error=None, now=1)
     assert not children_at_work(services, services.store.get_run(USER, run_id)), "the question waits for a person"
+
+
+def test_a_child_whose_approval_was_just_decided_is_about_to_resume() -> None:
+    """Decided (the webhook's compare-and-set and settle), its worker not yet run: the child still reads waiting.
+
+    The window seen under load: the continuation that carried the decision settled the raised part
+    (so it had sent something) and read the child waiting; the stream ended before the child went on.
+    """
+    harness, run_id = _waiting_parent([call("writer", task="write"), text("done")])
+    services = harness.services()
+    parent = services.store.get_run(USER, run_id)
+    (approval,) = services.store.pending_approvals(USER)
+    assert approval.run_id != run_id and not children_at_work(services, parent), "asked, undecided: a person's turn"
+    services.store.decide_approval(USER, approval.approval_id, approved=False, reason="no", now=2)
+    services.store.settle_approval(USER, approval.approval_id, now=2)
+    child = services.store.get_run(USER, approval.run_id)
+    assert child.status == "waiting_approval", "its workflow was not resumed here: the window itself"
+    assert children_at_work(services, services.store.get_run(USER, run_id)), "decided: the child resumes next"
