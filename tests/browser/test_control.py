@@ -4,10 +4,11 @@ approval asks first. The agent is `tests.support.control_agents` (a scripted mod
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 
 import pytest
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from tests.browser.conftest import Stack, Ui, make_stack, make_ui
 from tests.support import control_agents as agents
@@ -48,12 +49,20 @@ def test_queued_messages_are_listed_cancellable_and_answered_in_turn(control_ui:
 def test_a_steering_message_shows_inline_in_the_answer(control_ui: Ui) -> None:
     ui, page = control_ui, control_ui.page
     ui.open()
+    box, send = page.get_by_test_id("composer-input"), page.get_by_test_id("send")
     chat: list[str] = []  # the steer must be waiting before the task's step ends, however busy the machine
     with agents.task_held_until(lambda: bool(chat) and agents.steer_waiting(ui.stack.server, chat[0])):
-        ui.send("do a long task")
+        with first_chat_request_held(page) as release:
+            ui.send("do a long task")
+            ui.send("please answer in capitals")  # before the server has the run: a steer would overtake it
+            expect(send).to_be_disabled()
+            expect(page.get_by_test_id("new-message-policy")).to_have_count(0)
+            expect(box).to_have_value("please answer in capitals")  # kept, not sent
+            release()
         page.get_by_test_id("new-message-policy").select_option("steer")
         chat.append(ui.chat_id)
-        ui.send("please answer in capitals")
+        box.press("Enter")
+        expect(box).to_have_value("")
         answer = page.get_by_test_id("assistant-message").last
         expect(answer.get_by_test_id("final-answer")).to_contain_text("OK, STEERED INTO CAPITALS.", timeout=30_000)
     expect(page.get_by_test_id("assistant-message")).to_have_count(1)
@@ -81,3 +90,26 @@ def test_a_message_that_would_cancel_a_pending_approval_asks_first(control_ui: U
     page.get_by_test_id("send-anyway").click()
     expect(page.get_by_test_id("final-answer").last).to_contain_text("You said: forget it", timeout=20_000)
     assert [m["role"] for m in ui.stored()["messages"]] == ["user", "assistant"] * 2
+
+
+@contextmanager
+def first_chat_request_held(page: Page) -> Generator[Callable[[], None]]:
+    """Inside: the page's first `POST /api/chat` waits (the server has not seen it) until the callable
+    yielded lets it go; later ones pass. On leaving, it goes in any case."""
+    held: list[Route] = []
+    page.route("**/api/chat", lambda route: held.append(route) if not held else route.continue_())
+
+    def release() -> None:
+        for _ in range(500):  # the page issues the request soon after the click; at most 10 s
+            if held:
+                break
+            page.wait_for_timeout(20)
+        if held:
+            held.pop().continue_()
+        page.unroute("**/api/chat")
+
+    try:
+        yield release
+    finally:
+        if held:
+            release()

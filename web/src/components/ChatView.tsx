@@ -121,7 +121,11 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
 
   const lastFacts = lastIndex >= 0 ? traceFacts(messages[lastIndex], contextFor(lastIndex)) : null;
   const waiting = lastFacts?.state === 'waiting';
-  const working = (busy && !waiting) || lastFacts?.state === 'running';
+  const running = lastFacts?.state === 'running';
+  // A message sent but not yet answered by the server (no stream yet): its run may not exist. A message
+  // for a working run (queue, steer, interrupt) is a request of its own, and would overtake it.
+  const starting = status === 'submitted' && !waiting && !running;
+  const working = (status === 'streaming' && !waiting) || running;
   const liveQuestion = lastFacts?.state === 'waiting' ? lastFacts.liveQuestion : null;
   const runId = lastIndex >= 0 ? metadataOf(messages[lastIndex]).runId : undefined;
   const activeRunId = working || waiting ? (runId ?? summary?.activeRunId ?? undefined) : undefined;
@@ -200,6 +204,7 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
   const submit = async (confirmed = false) => {
     const text = (confirmed ? confirming : draft)?.trim();
     if (!text) return;
+    if (starting) return; // the draft stays: it can be sent once the run has started
     if (liveQuestion) {
       setDraft('');
       await session.answer(liveQuestion.toolCallId, text);
@@ -401,9 +406,11 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
             placeholder={
               liveQuestion
                 ? 'Type your answer…'
-                : working
-                  ? 'The agent is working: queue a message, steer it, or interrupt it'
-                  : 'Message Stepline (Enter to send, Shift+Enter for a new line)'
+                : starting
+                  ? 'Starting the run…'
+                  : working
+                    ? 'The agent is working: queue a message, steer it, or interrupt it'
+                    : 'Message Stepline (Enter to send, Shift+Enter for a new line)'
             }
             rows={2}
             aria-label="Message"
@@ -427,7 +434,7 @@ function ChatView(props: { session: ChatSession; summary?: ConversationSummary; 
               <option value="interrupt">Interrupt</option>
             </select>
           )}
-          <button type="submit" className="primary" disabled={!draft.trim()} data-testid="send">
+          <button type="submit" className="primary" disabled={!draft.trim() || starting} data-testid="send">
             {liveQuestion ? 'Answer' : working ? { queue: 'Queue', steer: 'Steer', interrupt: 'Interrupt' }[policy] : 'Send'}
           </button>
         </div>
