@@ -1,7 +1,7 @@
 """Fairness on `stepline dev`: tenant B's time to first token, unloaded and while tenant A floods the server.
 
-    PYTHONPATH=shared .venv/bin/python bench/fairness.py [--flood 200] [--probes 20] [--cap 8] [--memory]
-        [--runs 3] [--only cap|no-cap]
+    PYTHONPATH=shared .venv/bin/python bench/fairness.py [--flood 200] [--probes 20] [--cap 8] [--wait S]
+        [--memory] [--runs 3] [--only cap|no-cap] [--spread S]
 
 Black box: starts `python -m stepline.cli dev` as a subprocess (a data folder, SQLite; `--memory`:
 moto's memory) with two users, `tenant-a` and `tenant-b`, each its own tenant
@@ -20,8 +20,11 @@ server and machine).
 
 Both are measured twice in one run, on two servers started one after the other: **without a cap**,
 and **with the cap on working runs** (`tenant_working_runs`, `--cap`, default 8): there A's
-requests past the cap get a 429 with `Retry-After`, and A's client starts each again after it (as a
-well-behaved client does), so A keeps the server busy at its cap until all its runs have streamed.
+requests past the cap wait at the server for a slot of A's, in order, up to
+`working_runs_wait_seconds` (`--wait`, default the server's own 20 s), and are answered when one
+frees; a request still refused after it (`--wait 0`: every request past the cap) gets a 429 with
+`Retry-After`, and A's client starts it again after that (as a well-behaved client does). Either
+way A keeps the server busy at its cap until all its runs have streamed.
 
 `--spread S` starts B's loaded probes evenly over S seconds of A's flood instead of one after
 another (which measures only its first second or so: A's burst, then the quiet before A's
@@ -206,6 +209,14 @@ def _flood_process(url: str, flood: int, reports: Any) -> None:
     reports.put(asyncio.run(flood_all()))
 
 
+def _cap_limits(cap: int, wait: float | None) -> dict[str, float]:
+    return {"tenant_working_runs": cap} | ({} if wait is None else {"working_runs_wait_seconds": wait})
+
+
+def _cap_label(cap: int, wait: float | None) -> str:
+    return f"tenant_working_runs={cap}" + ("" if wait is None else f", wait {wait:g} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     parser.add_argument("--flood", type=int, default=200)
@@ -218,6 +229,11 @@ def main() -> None:
     )
     parser.add_argument("--memory", action="store_true")
     parser.add_argument("--cap", type=int, default=8, help="tenant_working_runs of the second server")
+    parser.add_argument(
+        "--wait",
+        type=float,
+        help="working_runs_wait_seconds of the second server (default: the server's own, 20; 0: a 429 at once)",
+    )
     parser.add_argument("--runs", type=int, default=1, help="measure this many times, each on fresh servers")
     parser.add_argument("--only", choices=("cap", "no-cap"), help="measure one of the two servers")
     args = parser.parse_args()
@@ -225,7 +241,7 @@ def main() -> None:
         (label, limits)
         for label, limits in (
             ("no cap", ""),
-            (f"tenant_working_runs={args.cap}", f'{{"tenant_working_runs": {args.cap}}}'),
+            (_cap_label(args.cap, args.wait), json.dumps(_cap_limits(args.cap, args.wait))),
         )
         if args.only is None or (args.only == "cap") == bool(limits)
     ]

@@ -22,6 +22,7 @@ from ..protocol._json import loads_strict
 from ..runtime.headless import HeadlessStart, Started, start_headless
 from ..runtime.hook_signatures import BadSignature, verify
 from ..runtime.services import Services
+from ..runtime.working_runs import admitted
 from .bodies import CheckedRoute
 from .deps import ApiOptions
 from .errors import ApiError
@@ -66,7 +67,9 @@ async def receive(agent: Id, hook: Id, request: Request) -> JSONResponse:
         request={"delivery": delivery_id},
         title=f"{hook}: {prompt[:60]}",
     )
-    started: Started = await to_thread.run_sync(lambda: start_headless(services, found.owner, start))
+    started: Started = await admitted(
+        services, lambda: to_thread.run_sync(lambda: start_headless(services, found.owner, start))
+    )
     if started.replayed:
         raise ApiError(401, f"webhook-id {delivery_id} was already delivered (a replay)")
     return JSONResponse({"runId": started.run.run_id, "conversationId": started.run.conversation_id}, status_code=202)

@@ -23,6 +23,7 @@ from ..runtime.callback_urls import RefusedUrl
 from ..runtime.deliveries import Attempt
 from ..runtime.headless import HeadlessStart, IdempotencyMismatch, Started, start_headless, unattended_of
 from ..runtime.services import Services
+from ..runtime.working_runs import admitted
 from ..store.errors import ActiveRunExists, Conflict
 from ..store.records import TERMINAL
 from .bodies import CheckedRoute
@@ -143,7 +144,7 @@ async def start_run(
         request=cast(JsonValue, body.model_dump(mode="json", by_alias=True)),
         claims=request_claims(request.app.state.identity, request, user_id),
     )
-    started = await threads(lambda: _start(services, user_id, start))
+    started = await admitted(services, lambda: threads(lambda: _start(services, user_id, start)))
     answer = StartedRun(run_id=started.run.run_id, conversation_id=started.run.conversation_id)
     headers = {"idempotent-replayed": "true"} if started.replayed else {}
     return JSONResponse(answer.model_dump(by_alias=True), status_code=202, headers=headers)

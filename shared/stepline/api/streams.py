@@ -14,6 +14,7 @@ from ..protocol.sse import UI_MESSAGE_STREAM_HEADERS, with_keep_alive
 from ..runtime.child_results import children_at_work
 from ..runtime.services import Services
 from ..runtime.stream_push import coalescing_window
+from ..runtime.working_runs import admitted
 from ..store.errors import NotFound
 from ..store.replay import EventPosition, parse_event_id
 from .bodies import CheckedRoute, read_json
@@ -131,7 +132,7 @@ async def chat(
     """Send a message, or continue a waiting run with approval responses or tool outputs (`useChat`)."""
     parsed = parse_chat_request(await read_json(request))
     caller = Caller(claims=request_claims(request.app.state.identity, request, user_id), body=dict(parsed.extra_body))
-    opened = await threads(lambda: open_chat(services, user_id, parsed, caller))
+    opened = await admitted(services, lambda: threads(lambda: open_chat(services, user_id, parsed, caller)))
     return _stream_chat(services, options, user_id, opened, threads, stop_at_input=True)
 
 

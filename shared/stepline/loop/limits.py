@@ -7,7 +7,9 @@ per tenant, per UTC day and month, in tokens and USD: `user_day_tokens`, `user_d
 `user_month_tokens`, `user_month_usd`, and the same with `tenant_`. Unset: no limit.
 Per deployment only (`STEPLINE_LIMITS`; an agent's are not read): `user_requests_per_minute` and
 `tenant_requests_per_minute`, the rate of `POST /api/chat` and `POST /api/runs` (`stepline.api.rate_limits`);
-`user_working_runs` and `tenant_working_runs`, the runs that may work at once (`stepline.runtime.working_runs`).
+`user_working_runs` and `tenant_working_runs`, the runs that may work at once (`stepline.runtime.working_runs`),
+and `working_runs_wait_seconds` (default 20, 0 to 600), how long a new run at a full cap waits for a
+slot before it is refused (`stepline.runtime.slot_waits`).
 `assumed_output_tokens` is the worst case of a call's output when the agent sets no
 `max_output_tokens`.
 
@@ -31,6 +33,7 @@ __all__ = ["LIMIT_NAMES", "LimitName", "Limits", "LimitsError"]
 Tokens = Annotated[int, Field(ge=1, strict=True)]
 Count = Annotated[int, Field(ge=0, strict=True)]
 Usd = Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]
+Seconds = Annotated[float, Field(ge=0, le=600, allow_inf_nan=False, strict=True)]
 
 LimitName = Literal[
     "run_tokens",
@@ -73,6 +76,7 @@ class Limits(BaseModel):
     tenant_requests_per_minute: Tokens | None = None
     user_working_runs: Tokens | None = None
     tenant_working_runs: Tokens | None = None
+    working_runs_wait_seconds: Seconds = 20.0
     assumed_output_tokens: Tokens = 4096
 
     def over(self, base: Limits | None) -> Limits:

@@ -34,6 +34,7 @@ from .generated_files import ArtifactFiles
 from .guard import StoreToolGuard
 from .notifications import NoNotifier, Notifier
 from .run_tree import RunTree
+from .slot_waits import SlotWaits
 from .stream_push import RunNotifier
 
 if TYPE_CHECKING:
@@ -121,6 +122,8 @@ class Services:
     inspect: bool = True
     """Step records keep each model request as sent and its timings, for the run inspector."""
     clock: Callable[[], int] = field(default=_now_ms)
+    slot_waits: SlotWaits = field(default_factory=SlotWaits)
+    """The requests of this process waiting for a working-run slot (`stepline.runtime.slot_waits`)."""
     agent_set: AgentSet = field(init=False)
     _models: dict[str, LanguageModel] = field(init=False, default_factory=dict[str, LanguageModel])
 

@@ -113,7 +113,7 @@ def begin_turn(
     try:
         started = store.start_turn(user_id, turn)
     except BaseException:  # nothing was written: the leases go back at once
-        services.store.slots.release(taken, run_id)
+        working_runs.give_back(services, taken, run_id)
         raise
     with request_span(services, "stepline.start_run", started.run, _start_attributes(chosen, unattended)):
         _prepare_run(services, started, chosen, model, metadata)

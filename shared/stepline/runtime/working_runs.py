@@ -5,7 +5,9 @@ one lease on its user's slots and one on its tenant's (`stepline.store.run_slots
 
 - **admission** (`admit`): a turn started from outside (`POST /api/chat`, `POST /api/runs`, a hook,
   a schedule) takes its leases before anything is written; at the cap it is refused with
-  `TooManyRuns` (the API's 429 with `Retry-After`), and nothing is started;
+  `TooManyRuns`, and nothing is started. A request (`admitted`) then waits its turn for a slot, up
+  to `working_runs_wait_seconds` (`stepline.runtime.slot_waits`), before the API's 429 with
+  `Retry-After`; a schedule's occurrence is tried again at its next tick;
 - **every step** (`hold`) takes or renews the run's leases without a cap: a run resumed after an
   approval, a queued message the inbox starts, a sub-agent, all take theirs back (they may pass the
   cap for a while; they are never refused: a person already waited for them);
@@ -19,7 +21,9 @@ With neither cap set nothing is read or written.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TypeVar
 
 from ..errors import StepLineError
 from ..store.errors import NotFound
@@ -27,12 +31,17 @@ from ..store.records import RunRecord
 from ..store.run_slots import LEASE_MS, SlotCap, SlotKey, take_all
 from .budget_gate import tenant_of
 from .services import Services
+from .slot_waits import poll_seconds
+
+T = TypeVar("T")
 
 __all__ = [
     "RETRY_AFTER_SECONDS",
     "TooManyRuns",
     "admit",
+    "admitted",
     "capped",
+    "give_back",
     "hold",
     "release",
     "retry_after",
@@ -56,13 +65,15 @@ def retry_after() -> int:
 class TooManyRuns(StepLineError):
     """A turn refused at the cap on working runs (nothing was started)."""
 
-    def __init__(self, limit: str, value: int, retry_after: int) -> None:
+    def __init__(self, limit: str, value: int, retry_after: int, key: SlotKey | None = None) -> None:
         super().__init__(
             f"too many runs at once: {limit} is {value}; try again when one ends (retry in {retry_after} s)"
         )
         self.limit = limit
         self.value = value
         self.retry_after = retry_after
+        self.key = key
+        """The owner whose slots are full (its line, `slot_waits`)."""
 
 
 def slot_caps(services: Services, user_id: str, tenant: str, *, capped: bool) -> list[SlotCap]:
@@ -107,7 +118,7 @@ def admit(services: Services, user_id: str, claims: Mapping[str, object] | None,
         return []
     refused = take_all(services.store.slots, caps, run_id, now_ms=services.clock(), lease_ms=LEASE_MS)
     if refused is not None:
-        raise TooManyRuns(refused.name, refused.cap or 0, retry_after())
+        raise TooManyRuns(refused.name, refused.cap or 0, retry_after(), refused.key)
     return [c.key for c in caps]
 
 
@@ -122,4 +133,39 @@ def release(services: Services, run: RunRecord) -> None:
     """The run ended or parks: its leases given back (idempotent)."""
     caps = slot_caps(services, run.user_id, _tenant(services, run), capped=False)
     if caps:
-        services.store.slots.release([c.key for c in caps], run.run_id)
+        give_back(services, [c.key for c in caps], run.run_id)
+
+
+def give_back(services: Services, keys: Sequence[SlotKey], run_id: str) -> None:
+    """`run_id`'s leases on these owners given back, and the requests waiting for them told."""
+    if keys:
+        services.store.slots.release(keys, run_id)
+        services.slot_waits.freed(keys)
+
+
+async def admitted(services: Services, attempt: Callable[[], Awaitable[T]]) -> T:
+    """`attempt()`, which starts a run from outside (`admit`), waiting for a slot at a full cap.
+
+    Refused, it waits its turn in the refusing owner's line (`stepline.runtime.slot_waits`) and
+    tries again, until it starts or `working_runs_wait_seconds` have passed: then the last refusal
+    is raised.
+    """
+    wait_seconds = services.limits.working_runs_wait_seconds if services.limits is not None else 0.0
+    deadline = time.monotonic() + wait_seconds
+    try:
+        return await attempt()
+    except TooManyRuns as refused:
+        if wait_seconds <= 0 or refused.key is None:
+            raise
+        key, last = refused.key, refused
+    waits = services.slot_waits
+    async with waits.line(key) as ticket:
+        while (left := deadline - time.monotonic()) > 0:
+            await ticket.woken(min(left, poll_seconds()) if waits.first(key, ticket) else left)
+            if time.monotonic() >= deadline and not waits.first(key, ticket):
+                break
+            try:
+                return await attempt()
+            except TooManyRuns as refused:
+                last = refused
+    raise last
