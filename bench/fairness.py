@@ -6,7 +6,8 @@
 Black box: starts `python -m stepline.cli dev` as a subprocess (a data folder, SQLite; `--memory`:
 moto's memory) with two users, `tenant-a` and `tenant-b`, each its own tenant
 (`STEPLINE_TENANT_CLAIM=sub`), and a script book whose answer streams 30 text deltas 5 ms apart
-(the same text step as `bench/local_load.py`). Tenant B's **time to first token** is POST /api/chat to its
+(the same text step as `bench/local_load.py`; `--delta-ms` sets the pace: a model streaming 50 tokens
+a second is 20 ms). Tenant B's **time to first token** is POST /api/chat to its
 first `text-delta` frame, measured for `--probes` chats one after the other:
 
 1. **unloaded**: nothing else runs;
@@ -72,8 +73,8 @@ def _text_step(deltas: int, pace_ms: float) -> dict[str, object]:
     return {"parts": parts, "delaysMs": [0, 0] + [pace_ms] * deltas + [0, 0]}
 
 
-def _book() -> dict[str, object]:
-    return {"description": "bench/fairness.py", "scripts": [], "fallback": {"steps": [_text_step(30, 5)]}}
+def _book(pace_ms: float) -> dict[str, object]:
+    return {"description": "bench/fairness.py", "scripts": [], "fallback": {"steps": [_text_step(30, pace_ms)]}}
 
 
 def _body(chat_id: str) -> dict[str, object]:
@@ -228,6 +229,9 @@ def main() -> None:
         help="start B's loaded probes evenly over this many seconds of A's flood (default 0: one after another)",
     )
     parser.add_argument("--memory", action="store_true")
+    parser.add_argument(
+        "--delta-ms", type=float, default=5.0, help="the answer's pace: ms between its 30 deltas (default 5)"
+    )
     parser.add_argument("--cap", type=int, default=8, help="tenant_working_runs of the second server")
     parser.add_argument(
         "--wait",
@@ -248,7 +252,7 @@ def main() -> None:
     added: dict[str, list[float]] = {label: [] for label, _ in configs}
     with tempfile.TemporaryDirectory() as tmp:
         book_path = Path(tmp) / "fairness-book.json"
-        book_path.write_text(json.dumps(_book()), encoding="utf-8")
+        book_path.write_text(json.dumps(_book(args.delta_ms)), encoding="utf-8")
         (Path(tmp) / "no-web").mkdir()
         env = {
             **os.environ,
@@ -259,7 +263,10 @@ def main() -> None:
             "STEPLINE_TENANT_CLAIM": "sub",
         }
         storage = "--memory (moto)" if args.memory else "a data folder (SQLite)"
-        print(f"Python {sys.version.split()[0]}; tenant A floods {args.flood} runs; {args.probes} probes; {storage}")
+        print(
+            f"Python {sys.version.split()[0]}; tenant A floods {args.flood} runs; {args.probes} probes; {storage}; "
+            f"30 deltas {args.delta_ms:g} ms apart"
+        )
         for run in range(1, args.runs + 1):
             for label, limits in configs:
                 folder = Path(tmp) / f"data-{run}-{len(limits)}"

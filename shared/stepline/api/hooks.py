@@ -67,8 +67,9 @@ async def receive(agent: Id, hook: Id, request: Request) -> JSONResponse:
         request={"delivery": delivery_id},
         title=f"{hook}: {prompt[:60]}",
     )
+    owner = found.owner
     started: Started = await admitted(
-        services, lambda: to_thread.run_sync(lambda: start_headless(services, found.owner, start))
+        services, owner, start.claims, lambda: to_thread.run_sync(lambda: start_headless(services, owner, start))
     )
     if started.replayed:
         raise ApiError(401, f"webhook-id {delivery_id} was already delivered (a replay)")

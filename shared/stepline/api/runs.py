@@ -144,7 +144,7 @@ async def start_run(
         request=cast(JsonValue, body.model_dump(mode="json", by_alias=True)),
         claims=request_claims(request.app.state.identity, request, user_id),
     )
-    started = await admitted(services, lambda: threads(lambda: _start(services, user_id, start)))
+    started = await admitted(services, user_id, start.claims, lambda: threads(lambda: _start(services, user_id, start)))
     answer = StartedRun(run_id=started.run.run_id, conversation_id=started.run.conversation_id)
     headers = {"idempotent-replayed": "true"} if started.replayed else {}
     return JSONResponse(answer.model_dump(by_alias=True), status_code=202, headers=headers)

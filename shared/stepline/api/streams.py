@@ -132,7 +132,9 @@ async def chat(
     """Send a message, or continue a waiting run with approval responses or tool outputs (`useChat`)."""
     parsed = parse_chat_request(await read_json(request))
     caller = Caller(claims=request_claims(request.app.state.identity, request, user_id), body=dict(parsed.extra_body))
-    opened = await admitted(services, lambda: threads(lambda: open_chat(services, user_id, parsed, caller)))
+    opened = await admitted(
+        services, user_id, caller.claims, lambda: threads(lambda: open_chat(services, user_id, parsed, caller))
+    )
     return _stream_chat(services, options, user_id, opened, threads, stop_at_input=True)
 
 

@@ -143,29 +143,41 @@ def give_back(services: Services, keys: Sequence[SlotKey], run_id: str) -> None:
         services.slot_waits.freed(keys)
 
 
-async def admitted(services: Services, attempt: Callable[[], Awaitable[T]]) -> T:
-    """`attempt()`, which starts a run from outside (`admit`), waiting for a slot at a full cap.
+async def admitted(
+    services: Services, user_id: str, claims: Mapping[str, object] | None, attempt: Callable[[], Awaitable[T]]
+) -> T:
+    """`attempt()`, which starts a run of `user_id` from outside (`admit`), waiting for a slot at a full cap.
 
-    Refused, it waits its turn in the refusing owner's line (`stepline.runtime.slot_waits`) and
-    tries again, until it starts or `working_runs_wait_seconds` have passed: then the last refusal
-    is raised.
+    A request whose user or tenant already has requests waiting for a slot joins the end of their
+    line without trying; one refused joins the refusing owner's line. In the line it tries again
+    when its turn comes (`stepline.runtime.slot_waits`), until it starts or
+    `working_runs_wait_seconds` have passed: then the refusal is raised.
     """
     wait_seconds = services.limits.working_runs_wait_seconds if services.limits is not None else 0.0
-    deadline = time.monotonic() + wait_seconds
-    try:
+    if wait_seconds <= 0:
         return await attempt()
-    except TooManyRuns as refused:
-        if wait_seconds <= 0 or refused.key is None:
-            raise
-        key, last = refused.key, refused
-    waits = services.slot_waits
+    deadline = time.monotonic() + wait_seconds
+    waits, last = services.slot_waits, None
+    tenant = tenant_of(claims or {"sub": user_id}, services.tenant_claim)
+    key = next((c.key for c in slot_caps(services, user_id, tenant, capped=True) if waits.waiting(c.key)), None)
+    if key is None:
+        try:
+            return await attempt()
+        except TooManyRuns as refused:
+            if refused.key is None:
+                raise
+            key, last = refused.key, refused
     async with waits.line(key) as ticket:
         while (left := deadline - time.monotonic()) > 0:
-            await ticket.woken(min(left, poll_seconds()) if waits.first(key, ticket) else left)
-            if time.monotonic() >= deadline and not waits.first(key, ticket):
-                break
+            first = waits.first(key, ticket)
+            if last is not None or not first:  # a request that joined the line tries once it is first
+                await ticket.woken(min(left, poll_seconds()) if first else left)
+                if time.monotonic() >= deadline and not waits.first(key, ticket):
+                    break
             try:
                 return await attempt()
             except TooManyRuns as refused:
                 last = refused
+    if last is None:  # its wait ended before its turn came: one try, refused or not
+        return await attempt()
     raise last

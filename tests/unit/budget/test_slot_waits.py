@@ -12,7 +12,8 @@ stretched to ten minutes where a test checks that a wake, not a poll, starts the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 
@@ -39,7 +40,7 @@ def _services(cap: int = 1, wait: float = 600.0) -> Services:
 
 
 async def _start(services: Services, run_id: str, started: list[str]) -> None:
-    await admitted(services, lambda: asyncio.to_thread(admit, services, "ann", None, run_id))
+    await admitted(services, "ann", None, lambda: asyncio.to_thread(admit, services, "ann", None, run_id))
     started.append(run_id)
 
 
@@ -169,3 +170,33 @@ async def _with_no_wait_a_run_past_the_cap_is_refused_at_once() -> None:
     with pytest.raises(TooManyRuns):
         await _start(services, "r2", started)
     assert lines == [] and _holders(services) == {"r1"}
+
+
+@pytest.mark.usefixtures("no_poll")
+def test_a_request_behind_a_line_joins_it_without_trying() -> None:
+    asyncio.run(_a_request_behind_a_line_joins_it_without_trying())
+
+
+async def _a_request_behind_a_line_joins_it_without_trying() -> None:
+    services, started, tries = _services(), list[str](), Counter[str]()
+
+    async def start(run_id: str) -> None:
+        def attempt() -> Awaitable[list[SlotKey]]:
+            tries[run_id] += 1
+            return asyncio.to_thread(admit, services, "ann", None, run_id)
+
+        await admitted(services, "ann", None, attempt)
+        started.append(run_id)
+
+    await start("r1")
+    second = asyncio.create_task(start("r2"))
+    await _in_line(services, 1)
+    third = asyncio.create_task(start("r3"))
+    await _in_line(services, 2)
+    assert tries == {"r1": 1, "r2": 1}  # r3 found ann's line and joined it: no refused take
+    await _given_back(services, "r1")
+    await second
+    await _until(lambda: tries["r3"] == 1)  # first in line now: it tries, and is refused (r2 works)
+    assert started == ["r1", "r2"] and services.slot_waits.waiting(ANN) == 1
+    third.cancel()
+    await asyncio.gather(third, return_exceptions=True)
