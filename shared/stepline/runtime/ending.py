@@ -198,8 +198,14 @@ def _client_finish_reason(reason: str) -> Any:
 def fail_run(services: Services, user_id: str, run_id: str, message: str, code: str | None = None) -> dict[str, Any]:
     """The run failed: a safe `error` chunk for the client, the real error (masked) kept on the run.
 
-    The partial result stays in the message; the retries made so far go into its metadata.
+    The partial result stays in the message; the retries made so far go into its metadata. A run
+    marked to be stopped ends as aborted instead, as `finalize_run` ends it: the stop came first,
+    and a failure after it (a step cut by the stop, say) is not what the person asked for.
     """
+    marked = services.store.get_run(user_id, run_id)
+    if marked.cancel_reason is not None and marked.status not in TERMINAL["run"]:
+        _LOG.info("run %s failed after its stop was asked for (%s): ended as aborted", run_id, code or "no code")
+        return abort_run(services, user_id, run_id, reason=marked.cancel_reason, stop_execution=False)
     now = services.clock()
     info: dict[str, Any] = {"message": message, "at": now, **({"code": code} if code else {})}
     metadata: dict[str, Any] = {"completedAt": now, "finishReason": "error", "error": info}
