@@ -30,15 +30,6 @@ SHUTDOWN_SECONDS = 1
 """How long a stop waits for open streams before it ends them (they never end by themselves while a run waits)."""
 
 
-SWITCH_INTERVAL_SECONDS = 0.001
-"""How long a thread may hold the GIL while others wait for it (`sys.setswitchinterval`; Python's
-default is 5 ms). The server's threads (the steps, the API's store calls, the event loop) are mostly
-short bursts of work between I/O: with the default, a request that needs the GIL for a moment waits
-behind each busy thread's whole interval. Measured by `bench/fairness.py` (2 cores, a flood of 200
-runs at `tenant_working_runs=8`): another tenant's added p95 time to first token fell from
-+118–173 ms to +87 ms."""
-
-
 class PortInUse(StepLineError):
     """The address to listen on is taken (or not this machine's)."""
 
@@ -105,7 +96,6 @@ def _log_to(level: LogLevel) -> None:
 def serve(options: ServeOptions, out: TextIO = sys.stdout) -> None:
     """Run the dev server until interrupted."""
     _log_to(options.log_level)
-    sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     listener = (
         socket.socket(fileno=options.listener_fd)
         if options.listener_fd is not None
