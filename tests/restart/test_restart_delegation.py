@@ -70,6 +70,16 @@ def completed(client: httpx.Client, run_id: str) -> None:
     poll(lambda: run_of(client, run_id)["status"] == "completed", f"{run_id} completed", timeout=60)
 
 
+def caught_up(sdk: SdkOracle, replay: Follower, approval_id: str) -> dict[str, Any] | None:
+    """The replay read so far, reduced by the SDK, once `approval_id` is the only request it shows waiting
+    (the requests decided before are settled further on in the log than the one raised last)."""
+    held: dict[str, Any] | None = sdk.call("sseToMessage", body=sse(replay.frames))["final"]
+    if held is None:  # nothing read yet
+        return None
+    asked = [p["approval"]["id"] for p in held["parts"] if p.get("state") == "approval-requested"]
+    return held if asked == [approval_id] else None
+
+
 def printed_links(*servers: DevProcess) -> dict[str, str]:
     """Approval id -> token, from the `decide: curl ...` lines the servers printed (a person's copy)."""
     found: dict[str, str] = {}
@@ -179,10 +189,10 @@ def test_sub_agents_three_levels_deep_survive_kill_9_at_three_points(tmp_path: P
         assert (again.status_code, again.content) == (200, link_decision["body"]), "a replay: byte-identical"
         delta_approval = waiting_on(client, runs["delta"])
         # A page reloaded now holds the stored messages and reduces the replay of the active run's log
-        # (it holds the resume stream while the run waits: read it up to delta's raised request).
+        # (it holds the resume stream while the run waits: read it until delta's is the one request it
+        # shows waiting; the frames up to delta's raised request alone still show alpha's and beta's).
         replay = follow_active(client, CHAT)
-        replay.wait_for(f'"approvalId":"{delta_approval}"')
-        held = sdk.call("sseToMessage", body=sse(replay.frames))["final"]
+        held = poll(lambda: caught_up(sdk, replay, delta_approval), "the replay shows delta's request alone")
         stored = get(client, f"/api/conversations/{CHAT}")["messages"]
         assert held["id"] == stored[-1]["id"]
         scenario = {
