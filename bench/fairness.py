@@ -1,6 +1,6 @@
 """Fairness on `stepline dev`: tenant B's time to first token, unloaded and while tenant A floods the server.
 
-    PYTHONPATH=shared .venv/bin/python bench/fairness.py [--flood 200] [--probes 20] [--cap 8] [--wait S]
+    PYTHONPATH=shared .venv/bin/python bench/fairness.py [--flood 200] [--probes 20] [--cap N] [--wait S]
         [--memory] [--runs 3] [--only cap|no-cap] [--spread S]
 
 Black box: starts `python -m stepline.cli dev` as a subprocess (a data folder, SQLite; `--memory`:
