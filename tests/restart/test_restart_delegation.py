@@ -9,7 +9,8 @@ the last start the real ai@7 `Chat`, holding what a reloaded page holds once it 
 run's log (the stored waiting message lacks the raised requests: they are in the log only), decides
 delta's approval and then the lead's with `addToolApprovalResponse` and its automatic continuation.
 
-Then: each stamp ran once (the journal), every run completed, the message the client ended with
+Then: each stamp ran once (the journal; beta's may have started before the kill that follows its
+decision, and is then reported interrupted and never run again), every run completed, the message the client ended with
 is the stored one and the one the whole log reduces to (by ai@7), and resuming after each event
 id of that log gives exactly the rest of it.
 """
@@ -232,7 +233,16 @@ def test_sub_agents_three_levels_deep_survive_kill_9_at_three_points(tmp_path: P
         for index, position in enumerate(positions[:-1]):
             assert resumed_after(client, position) == whole[index + 1 :], f"resume after {position}"
         assert resumed_after(client, positions[-1]) is None, "after the finish nothing is left: 204"
+        beta = get(client, f"/api/conversations/{runs['beta']}")["messages"][-1]
+        report["betaStamp"] = [(p["state"], p.get("errorText")) for p in beta["parts"] if p["type"] == "tool-stamp"]
 
     on(start(), through_the_sdk)
-    lines = journal_lines(journal)
-    assert sorted(line.split()[-1] for line in lines) == sorted(LABELS), lines
+    labels = [line.split()[-1] for line in journal_lines(journal)]
+    assert len(labels) == len(set(labels)), f"a stamp ran twice: {labels}"
+    if "beta" in labels:
+        assert sorted(labels) == sorted(LABELS)
+        assert [state for state, _ in report["betaStamp"]] == ["output-available"]
+    else:  # the kill right after beta's decision came once its stamp had started: reported, never run again
+        assert sorted(labels) == sorted(set(LABELS) - {"beta"}), labels
+        [(state, error)] = report["betaStamp"]
+        assert state == "output-error" and "interrupted" in str(error), report["betaStamp"]
