@@ -174,8 +174,9 @@ def finalize_run(services: Services, user_id: str, run_id: str) -> dict[str, Any
     A run marked to be stopped (its step saw the mark and stopped) ends as aborted instead.
     """
     marked = services.store.get_run(user_id, run_id)
-    if marked.cancel_reason is not None and marked.status not in TERMINAL["run"]:
-        return abort_run(services, user_id, run_id, reason=marked.cancel_reason, stop_execution=False)
+    stopped = _stopped_first(services, marked)
+    if stopped is not None:
+        return stopped
     state = run_state(services, user_id, run_id)
     now = services.clock()
     finish_reason = state.steps[-1].finish_reason if state.steps else "other"
@@ -191,6 +192,17 @@ def finalize_run(services: Services, user_id: str, run_id: str) -> dict[str, Any
     return _end(services, user_id, run_id, [chunk], "completed", metadata, finish_reason=finish_reason, usage=usage)
 
 
+def _stopped_first(services: Services, run: RunRecord) -> dict[str, Any] | None:
+    """A live run marked to be stopped ended as aborted with the stop's reason (None: not marked).
+
+    Its step saw the mark and stopped, or failed after it: the stop came first, whichever end follows.
+    The execution is not stopped here: the end that called this is its own last state.
+    """
+    if run.cancel_reason is None or run.status in TERMINAL["run"]:
+        return None
+    return abort_run(services, run.user_id, run.run_id, reason=run.cancel_reason, stop_execution=False)
+
+
 def _client_finish_reason(reason: str) -> Any:
     return reason if reason in ("stop", "length", "content-filter", "tool-calls", "error") else "other"
 
@@ -202,10 +214,10 @@ def fail_run(services: Services, user_id: str, run_id: str, message: str, code: 
     marked to be stopped ends as aborted instead, as `finalize_run` ends it: the stop came first,
     and a failure after it (a step cut by the stop, say) is not what the person asked for.
     """
-    marked = services.store.get_run(user_id, run_id)
-    if marked.cancel_reason is not None and marked.status not in TERMINAL["run"]:
+    stopped = _stopped_first(services, services.store.get_run(user_id, run_id))
+    if stopped is not None:
         _LOG.info("run %s failed after its stop was asked for (%s): ended as aborted", run_id, code or "no code")
-        return abort_run(services, user_id, run_id, reason=marked.cancel_reason, stop_execution=False)
+        return stopped
     now = services.clock()
     info: dict[str, Any] = {"message": message, "at": now, **({"code": code} if code else {})}
     metadata: dict[str, Any] = {"completedAt": now, "finishReason": "error", "error": info}
