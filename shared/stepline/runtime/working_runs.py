@@ -65,7 +65,7 @@ def retry_after() -> int:
 class TooManyRuns(StepLineError):
     """A turn refused at the cap on working runs (nothing was started)."""
 
-    def __init__(self, limit: str, value: int, retry_after: int, key: SlotKey | None = None) -> None:
+    def __init__(self, limit: str, value: int, retry_after: int, key: SlotKey) -> None:
         super().__init__(
             f"too many runs at once: {limit} is {value}; try again when one ends (retry in {retry_after} s)"
         )
@@ -151,33 +151,31 @@ async def admitted(
     A request whose user or tenant already has requests waiting for a slot joins the end of their
     line without trying; one refused joins the refusing owner's line. In the line it tries again
     when its turn comes (`stepline.runtime.slot_waits`), until it starts or
-    `working_runs_wait_seconds` have passed: then the refusal is raised.
+    `working_runs_wait_seconds` have passed (one still behind others then tries once): then the
+    refusal is raised.
     """
     wait_seconds = services.limits.working_runs_wait_seconds if services.limits is not None else 0.0
     if wait_seconds <= 0:
         return await attempt()
     deadline = time.monotonic() + wait_seconds
-    waits, last = services.slot_waits, None
+    waits = services.slot_waits
+    last: TooManyRuns | None = None
     tenant = tenant_of(claims or {"sub": user_id}, services.tenant_claim)
     key = next((c.key for c in slot_caps(services, user_id, tenant, capped=True) if waits.waiting(c.key)), None)
     if key is None:
         try:
             return await attempt()
         except TooManyRuns as refused:
-            if refused.key is None:
-                raise
             key, last = refused.key, refused
     async with waits.line(key) as ticket:
-        while (left := deadline - time.monotonic()) > 0:
+        while True:
+            left = deadline - time.monotonic()
+            if last is not None and left <= 0:
+                raise last
             first = waits.first(key, ticket)
-            if last is not None or not first:  # a request that joined the line tries once it is first
+            if last is not None or not first:  # one that joined without trying tries as soon as it is first
                 await ticket.woken(min(left, poll_seconds()) if first else left)
-                if time.monotonic() >= deadline and not waits.first(key, ticket):
-                    break
             try:
                 return await attempt()
             except TooManyRuns as refused:
                 last = refused
-    if last is None:  # its wait ended before its turn came: one try, refused or not
-        return await attempt()
-    raise last
