@@ -10,9 +10,9 @@ run's log (the stored waiting message lacks the raised requests: they are in the
 delta's approval and then the lead's with `addToolApprovalResponse` and its automatic continuation.
 
 Then: each stamp ran once (the journal; beta's may have started before the kill that follows its
-decision, and is then reported interrupted and never run again), every run completed, the message the client ended with
-is the stored one and the one the whole log reduces to (by ai@7), and resuming after each event
-id of that log gives exactly the rest of it.
+decision, and is then reported interrupted and never run again), every run completed, the message
+the client ended with is the stored one and the one the whole log reduces to (by ai@7), and
+resuming after each event id of that log gives exactly the rest of it.
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
 """A new run at a full cap on working runs waits its turn for a slot, up to a bound, before a 429.
 
 A request refused at the cap (`working_runs.TooManyRuns`) joins its owner's line: the user's or
-the tenant's, whichever refused it (`working_runs.admitted` waits in it); a request whose owner
-already has a line joins its end without trying, so a burst is refused once, not once per request.
-When a run of that owner gives its slot back in this process (`SlotWaits.freed`, called by every
-release), the first in line tries again; when it leaves the line (started, or out of time), the
-next tries at once, so slots freed together are all taken. The first in line also tries every `POLL_SECONDS`, for a slot
-freed where this process cannot hear it: another process (on AWS every request and every step is
-a Lambda invocation of its own) or the lease of a run that crashed. A request still refused after
-`working_runs_wait_seconds` gets the 429 after all (`Retry-After` as before).
+the tenant's, whichever refused it (`working_runs.admitted` waits in it). A request whose owner
+already has a line joins its end without trying, so in a burst only the requests that arrive
+before the first refusal try. When a run of that owner gives its slot back in this process
+(`SlotWaits.freed`, called by every release), the first in line tries again; when it leaves the
+line (started, or out of time), the next tries at once, so slots freed together are all taken.
+The first in line also tries every `POLL_SECONDS`, for a slot freed where this process cannot
+hear it: another process (on AWS every request and every step is a Lambda invocation of its own)
+or the lease of a run that crashed. A request still refused after `working_runs_wait_seconds`
+gets the 429 after all (`Retry-After` as before).
 
 Why a line, and not every waiter trying at each freed slot or after its `Retry-After`: a flood of
 refused requests coming back together arrives in waves, and a wave is CPU that every other
