@@ -1,6 +1,7 @@
 """Time to first token and streaming lag, measured from outside: `stepline dev` against the AI SDK.
 
-    .venv/bin/python bench/ttft.py [--deltas N] [--runs R] [--paces 5,20] [--backends sqlite,memory] [--also DIR]
+    .venv/bin/python bench/ttft.py [--deltas N] [--runs R] [--paces 5,20] [--backends sqlite,memory]
+                                   [--lambda-mb MB,MB] [--also DIR]
 
 Black box, the way a user runs it. This script writes a script book (`stepline.llm.script_book`)
 with one script per pace: one text part of N deltas (500), one every D ms (5 and 20), on the
@@ -23,6 +24,11 @@ merged deltas is read correctly). With t0 the moment the request is sent:
 - per-delta lag = arrival of delta i − (t0 + (i + 1)·D): how late each delta reaches the client
   against the model's schedule (it includes the added TTFT);
 - SSE frames: `data:` events received, `[DONE]` included.
+
+`--lambda-mb 1024,512` adds, per backend, a `stepline dev` limited as a whole to Lambda's CPU
+share at each memory size (`bench/cpu_share.py`; root needed). On AWS only the function in
+question runs at that share, and DynamoDB's and Step Functions' own work runs elsewhere, so these
+rows bound from above what a function's memory adds to the time to first token.
 
 One warm-up request per server first (imports, moto, the first execution); then R runs per pace
 and server, alternating servers. It prints, per pace, the issue's table (p50 over the runs of the
@@ -53,9 +59,12 @@ from typing import Any
 
 import httpx
 
-from stepline.protocol.sse import SseDecoder
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.cpu_share import cpu_quota, share_of  # noqa: E402
+from stepline.protocol.sse import SseDecoder  # noqa: E402
+
 INDEX = re.compile(r"d(\d+) ")
 WARM = "warm"
 
@@ -94,13 +103,16 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(command: list[str], env: dict[str, str]) -> Generator[str]:
-    """Start a server subprocess on a free port; its URL once `/api/health` answers."""
+def server(command: list[str], env: dict[str, str], cpu_mb: int | None = None) -> Generator[str]:
+    """A server subprocess on a free port, at Lambda's CPU share of `cpu_mb` if given; its URL once it answers."""
     port = free_port()
+    quota = contextlib.ExitStack()
+    join = None if cpu_mb is None else quota.enter_context(cpu_quota(cpu_mb))
     process = subprocess.Popen(
         [*command, str(port)] if command[0] == "node" else [*command, "--port", str(port)],
         env=env,
         cwd=ROOT,
+        preexec_fn=join,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -125,6 +137,8 @@ def server(command: list[str], env: dict[str, str]) -> Generator[str]:
             process.wait(10)
         except subprocess.TimeoutExpired:
             process.kill()
+            process.wait()
+        quota.close()
 
 
 @dataclass
@@ -201,8 +215,16 @@ def main() -> None:
         help="also run `stepline dev` from another checkout's shared/ (say, the code before a change),"
         " in the same run: `git archive <commit> shared infra template.yaml | tar -x -C DIR`",
     )
+    parser.add_argument(
+        "--lambda-mb",
+        default="",
+        metavar="MB,MB",
+        help="also run each backend's stepline dev whole at Lambda's CPU share of each memory size"
+        " (bench/cpu_share.py: a cgroup CPU quota of MB/1769 CPUs; needs root)",
+    )
     args = parser.parse_args()
     deltas: int = args.deltas
+    lambda_mb = [int(mb) for mb in args.lambda_mb.split(",") if mb]
     paces = [float(p) for p in args.paces.split(",")]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -218,19 +240,22 @@ def main() -> None:
         env.pop("STEPLINE_DEV_TOKENS", None)
         dev = [sys.executable, "-m", "stepline.cli", "dev"]
         storage = {"sqlite": ["--data", str(Path(tmp) / "data")], "memory": ["--memory"]}
-        servers: dict[str, tuple[list[str], dict[str, str]]] = {
-            "AI SDK peer": (["node", str(ROOT / "bench" / "ttft_peer.mjs"), str(book_path)], env),
+        servers: dict[str, tuple[list[str], dict[str, str], int | None]] = {
+            "AI SDK peer": (["node", str(ROOT / "bench" / "ttft_peer.mjs"), str(book_path)], env, None),
         }
         for backend in args.backends.split(","):
-            servers[f"dev {backend}"] = ([*dev, *storage[backend]], env)
+            servers[f"dev {backend}"] = ([*dev, *storage[backend]], env, None)
+            for mb in lambda_mb:
+                data = ["--data", str(Path(tmp) / f"data-{mb}")] if backend == "sqlite" else storage[backend]
+                servers[f"dev {backend} at {mb} MB"] = ([*dev, *data], env, mb)
         if args.also:
             also = {**env, "PYTHONPATH": str(Path(args.also).resolve() / "shared")}
             for backend in args.backends.split(","):
                 also_storage = ["--data", str(Path(tmp) / "also")] if backend == "sqlite" else storage[backend]
-                servers[f"also {backend}"] = ([*dev, *also_storage], also)
+                servers[f"also {backend}"] = ([*dev, *also_storage], also, None)
         figures: dict[tuple[str, float], Figures] = {(s, p): Figures() for s in servers for p in paces}
         with contextlib.ExitStack() as stack:
-            urls = {label: stack.enter_context(server(command, e)) for label, (command, e) in servers.items()}
+            urls = {label: stack.enter_context(server(command, e, mb)) for label, (command, e, mb) in servers.items()}
             client = stack.enter_context(httpx.Client(timeout=120))
             for label, url in urls.items():
                 chat(client, url, WARM, f"warm-{label.replace(' ', '-')}")
@@ -247,6 +272,8 @@ def main() -> None:
     )
     if args.also:
         print(f"also: stepline dev from {args.also}")
+    for mb in lambda_mb:
+        print(f"at {mb} MB: the whole stepline dev process limited to {share_of(mb):.3f} CPUs (bench/cpu_share.py)")
     print("ms; added TTFT: first text delta's arrival - request sent - the model's own first delay (p50 over runs,")
     print("max); lag: each delta's arrival against the model's schedule (p50 / p99 over every delta of every run)")
     for pace in paces:
