@@ -1,7 +1,8 @@
 """Cold start: what importing each Lambda function's `app.py` and building its services costs.
 
     .venv/bin/python bench/cold_start.py [--runs R] [--model openai:gpt-5.1] [--also DIR]
-    .venv/bin/python bench/cold_start.py --built BUILD_DIR [--runs R] [--also OTHER_BUILD_DIR]   (cold_start_built.py)
+    .venv/bin/python bench/cold_start.py --built BUILD_DIR [--runs R] [--also OTHER_BUILD_DIR] [--at-memory]
+                                                                                      (cold_start_built.py)
 
 Each measurement is a fresh Python process (R of them per function, 5 by default, taken in rounds
 that sample every row once; the median is printed), as a Lambda cold start is: `import` =
@@ -124,6 +125,11 @@ def main() -> None:
     parser.add_argument("--built", metavar="DIR", help="measure a `sam build` output (cold_start_built.py)")
     parser.add_argument("--runtime", default=str(ROOT / ".lambda-runtime"), help="with --built: the runtime's boto3")
     parser.add_argument("--python", default="python3.13", help="with --built: the runtime's Python 3.13")
+    parser.add_argument(
+        "--at-memory",
+        action="store_true",
+        help="with --built: also each function at Lambda's CPU share of its template MemorySize (root needed)",
+    )
     args = parser.parse_args()
     env = {
         **os.environ,
@@ -148,7 +154,11 @@ def main() -> None:
         keep = ("AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "OPENAI_API_KEY")
         built_env = {k: v for k, v in env.items() if k.startswith(("STEPLINE_", "POWERTOOLS_")) or k in keep}
         other = Path(args.also).resolve() if args.also else None
-        run_built(Path(args.built).resolve(), Path(args.runtime).resolve(), args.python, args.runs, built_env, other)
+        from template_memory import memory_mb
+
+        memory = memory_mb() if args.at_memory else None
+        built = Path(args.built).resolve()
+        run_built(built, Path(args.runtime).resolve(), args.python, args.runs, built_env, other, memory)
         return
     targets = {"(python, nothing)": "nothing", "(import boto3)": "boto3"}
     functions = ROOT / "shared" / "stepline" / "stack" / "functions"

@@ -16,16 +16,22 @@ from the runtime folder. Median of R samples (5 by default), taken in rounds tha
 once, so load drift weighs on every row alike; `cpu` is the median of the process's user + system
 time (less sensitive than wall time to a busy machine). The ratio is total / boto3's; the target
 is ≤ 2. `--also OTHER_BUILD` adds the same rows for another build (before a change) to the rounds.
+`--at-memory` also samples each function, in the same rounds, in a cgroup limited to Lambda's CPU
+share of its template MemorySize (`cpu_share.py`, root needed): an upper bound, since how Lambda
+meters CPU during init is not documented.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import statistics
 import subprocess
 from pathlib import Path
+
+from cpu_share import cpu_quota
 
 RUNTIME_FUNCTIONS = {
     "ModelStepFunction": "model_step",
@@ -81,15 +87,18 @@ def _entry(folder: Path, kind: str) -> str:
     return served.group(1)
 
 
-def _sample(python: str, kind: str, paths: list[str], env: dict[str, str]) -> dict[str, float]:
+def _sample(python: str, kind: str, paths: list[str], env: dict[str, str], mb: int | None = None) -> dict[str, float]:
     entry = _entry(Path(paths[0]), kind) if kind != "boto3" else "-"
-    out = subprocess.run(
-        [python, "-I", "-S", "-B", "-c", PROBE, kind, entry, *paths],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    with contextlib.ExitStack() as stack:
+        join = None if mb is None else stack.enter_context(cpu_quota(mb))
+        out = subprocess.run(
+            [python, "-I", "-S", "-B", "-c", PROBE, kind, entry, *paths],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            preexec_fn=join,
+        )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -103,18 +112,32 @@ def _rows(build: Path, runtime: Path, suffix: str) -> list[tuple[str, str, list[
 
 
 def run_built(
-    build: Path, runtime: Path, python: str, runs: int, env: dict[str, str], also: Path | None = None
+    build: Path,
+    runtime: Path,
+    python: str,
+    runs: int,
+    env: dict[str, str],
+    also: Path | None = None,
+    memory: dict[str, int] | None = None,
 ) -> None:
-    """Print the table for the functions of `build` (a `sam build --build-dir`), and of `also`'s."""
+    """Print the table for the functions of `build` (a `sam build --build-dir`), and of `also`'s.
+
+    With `memory` (MB by function), each function is also sampled at Lambda's CPU share of its size.
+    """
     rows = [("(import boto3)", "boto3", [str(runtime)]), *_rows(build, runtime, "")]
     rows += _rows(also, runtime, " (--also)") if also is not None else []
     bytecode = sum(1 for _ in (build / "SharedLayer" / "python").rglob("*.cpython-313.pyc"))
     clean = {"PATH": os.environ.get("PATH", ""), **env}
     samples: list[list[dict[str, float]]] = [[] for _ in rows]
+    shared: list[list[float]] = [[] for _ in rows]
+    sizes = [None if memory is None else memory.get(label.removesuffix(" (--also)")) for label, _, _ in rows]
     load_before = os.getloadavg()[0]
     for _ in range(runs):
         for index, (_, kind, paths) in enumerate(rows):
             samples[index].append(_sample(python, kind, paths, clean))
+            if (mb := sizes[index]) is not None:
+                at = _sample(python, kind, paths, clean, mb)
+                shared[index].append(at["import"] + at["init"])
     keys = ("import", "init", "cpu", "modules")
     medians = [{key: statistics.median(s[key] for s in row) for key in keys} for row in samples]
     reference = medians[0]["import"] + medians[0]["init"]
@@ -123,13 +146,18 @@ def run_built(
     print(f"load average (1 min) {load_before:.1f} at the start, {load_after:.1f} at the end; {os.cpu_count()} cores")
     if also is not None:
         print(f"(--also) rows: {also}")
+    if memory is not None:
+        print("at MB: total seconds with the process at Lambda's CPU share of the function's MemorySize")
+        print("(bench/cpu_share.py: a cgroup CPU quota of MB/1769 CPUs in 10 ms periods; the strict reading)")
     print(
         f"{'function':<35} {'import':>7} {'init':>7} {'total':>7} {'× boto3':>8} {'cpu':>6} {'× cpu':>6} {'modules':>8}"
+        + (f" {'at MB':>14}" if memory is not None else "")
     )
-    for (label, _, _), m in zip(rows, medians, strict=True):
+    for (label, _, _), m, mb, at in zip(rows, medians, sizes, shared, strict=True):
         total = m["import"] + m["init"]
         cpu_ratio = m["cpu"] / medians[0]["cpu"]
+        share = f" {statistics.median(at):>7.3f} @{mb:>5}" if mb is not None and at else ""
         print(
             f"{label:<35} {m['import']:>7.3f} {m['init']:>7.3f} {total:>7.3f} {total / reference:>8.2f}"
-            f" {m['cpu']:>6.3f} {cpu_ratio:>6.2f} {m['modules']:>8.0f}"
+            f" {m['cpu']:>6.3f} {cpu_ratio:>6.2f} {m['modules']:>8.0f}{share}"
         )

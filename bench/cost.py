@@ -66,13 +66,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.cost_meter import DynamoMeter, Index
 from bench.cost_prices import PRICES, PRICES_DATE, Bill
 from bench.cost_run import CountingNotifier, CpuTimedClient, Observed, serving, wrap_timed
+from bench.template_memory import memory_mb
 from stepline.api.app import create_app
 from stepline.api.deps import ApiOptions
 from stepline.api.identity import DEFAULT_LOCAL_USER, DevTokens
 from stepline.llm.scripted import ScriptedModel
 from stepline.local.backend import TABLES, local_backend
 from stepline.local.dev import DEFAULT_TOOLS
-from stepline.local.resources import load_template, resources
+from stepline.local.resources import resources
 from stepline.protocol.chunks import parse_chunk
 from stepline.protocol.reducer import reduce_ui_message_stream
 from stepline.runtime.services import Services
@@ -143,14 +144,7 @@ def script(shape: Shape, deltas: int, delta_ms: float) -> list[dict[str, Any]]:
 
 def memory_gb() -> dict[str, float]:
     """Each function's MemorySize in GB (the template's Globals otherwise; a parameter's default)."""
-    parameters = load_template()["Parameters"]
-    functions = resources("AWS::Serverless::Function")
-
-    def size(value: Any) -> float:
-        megabytes: Any = parameters[value["Ref"]]["Default"] if isinstance(value, dict) else value
-        return float(megabytes) / 1024
-
-    return {name: size(props.get("MemorySize", 512)) for name, props in functions.items()}
+    return {name: mb / 1024 for name, mb in memory_mb().items()}
 
 
 def table_layout() -> tuple[dict[str, tuple[str, ...]], dict[str, list[Index]]]:
