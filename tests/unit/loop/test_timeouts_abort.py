@@ -177,13 +177,20 @@ def test_step_timeout_fails_the_run() -> None:
     assert 0 < len([p for p in parts if isinstance(p, sp.TextDelta)]) < 5
 
 
+def _paused(*parts: Any, pause_ms: int) -> dict[str, Any]:
+    """A step whose parts come at once but for one pause of `pause_ms` before its last."""
+    return {"parts": list(parts), "delaysMs": [0] * (len(parts) - 1) + [pause_ms]}
+
+
 def test_step_timeout_applies_to_each_step_separately() -> None:
-    fast_step = _slow(*tool_step(call("c1", "t")), delay_ms=20)
-    scripted = model(fast_step, _slow(*text_step("ok"), delay_ms=20))
+    # Four steps of 0.3 s against a step timeout of 0.8 s: 1.2 s in all, and each step has 0.5 s to
+    # spare (a loaded machine's overhead stays far below that; 20 ms steps against 0.15 s did not).
+    steps = [_paused(*tool_step(call(f"c{i}", "t")), pause_ms=300) for i in range(3)]
+    scripted = model(*steps, _paused(*text_step("ok"), pause_ms=300))
     result, _ = _run(
-        scripted, tools=[Tool(name="t", execute=lambda _: 1)], timeouts=Timeouts(step=0.15), stop_when=is_step_count(2)
+        scripted, tools=[Tool(name="t", execute=lambda _: 1)], timeouts=Timeouts(step=0.8), stop_when=is_step_count(4)
     )
-    assert result.error is None and len(result.state.steps) == 2
+    assert result.error is None and len(result.state.steps) == 4
 
 
 def test_total_timeout_bounds_the_run() -> None:
