@@ -14,6 +14,7 @@ from ..protocol.sse import UI_MESSAGE_STREAM_HEADERS, with_keep_alive
 from ..runtime.child_results import children_at_work
 from ..runtime.services import Services
 from ..runtime.stream_push import coalescing_window
+from ..runtime.watchers import noter
 from ..runtime.working_runs import admitted
 from ..store.errors import NotFound
 from ..store.replay import EventPosition, parse_event_id
@@ -94,6 +95,7 @@ def _stream_chat(
                 threads=threads,
                 wake=wake,
                 at_work=lambda run: children_at_work(services, run),
+                note=noter(services, user_id, chat.run_id),
             )
             async for frame in tail:
                 yield frame

@@ -29,6 +29,7 @@ The tail never stops a run: a client that goes away only ends its own stream.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
@@ -39,11 +40,14 @@ from anyio import to_thread
 from ..protocol._json import dumps
 from ..protocol.sse import DONE
 from ..runtime.stream_push import RunSubscription
+from ..runtime.watchers import NOTE_SECONDS
 from ..store.event_batcher import DELTA_EVENT
 from ..store.ports import Store
 from ..store.records import TERMINAL, WAITING_RUN, EventRecord, RunRecord
 from ..store.replay import WHOLE_EVENT, EventPosition, chunks_after, event_id
 from .threads import RunSync
+
+_LOG = logging.getLogger("stepline.api")
 
 __all__ = ["TailOptions", "follow_run", "wait_position"]
 
@@ -90,6 +94,7 @@ async def follow_run(
     threads: RunSync | None = None,
     wake: RunSubscription | None = None,
     at_work: Callable[[RunRecord], bool] | None = None,
+    note: Callable[[], None] | None = None,
 ) -> AsyncIterator[str]:
     """SSE frames of the run's chunks after `after` (all when None), live, until the run stops.
 
@@ -99,7 +104,8 @@ async def follow_run(
     the subscription before calling) reads the log at once instead, and the run only once the log
     has nothing new or something other than deltas came (a delta batch never ends or parks a run).
     `at_work(run)` says a waiting run is not waiting for a person (its sub-agents work): the stream
-    follows it on.
+    follows it on. `note()` says that someone follows the run (`stepline.runtime.watchers`): called
+    on the threads at the start and every `NOTE_SECONDS`; a failed note is logged, not fatal.
     """
     run_sync: RunSync = threads or to_thread.run_sync
     position: EventPosition = after if after is not None else (0, WHOLE_EVENT)
@@ -122,7 +128,9 @@ async def follow_run(
             fast_until = max(fast_until, time.monotonic() + linger)
         return woken
 
+    noted: float | None = None
     while time.monotonic() < deadline:
+        noted = await _renew(note, noted, run_sync, run_id)
         seen = position[0] if position[1] == WHOLE_EVENT else position[0] - 1
         run = None if notified else await run_sync(lambda: store.get_run(user_id, run_id))
         if run is None or run.last_event_seq > seen:
@@ -168,6 +176,17 @@ async def follow_run(
             return
         notified = await pause(interval)
         interval = min(interval * 2, max(options.wait_poll_seconds, base)) if waiting else base
+
+
+async def _renew(note: Callable[[], None] | None, noted: float | None, run_sync: RunSync, run_id: str) -> float | None:
+    """Call `note` when it is due (at once, then every `NOTE_SECONDS`); when it was last called."""
+    if note is None or (noted is not None and time.monotonic() - noted < NOTE_SECONDS):
+        return noted
+    try:
+        await run_sync(note)
+    except Exception:  # the window is a cost, not a correctness matter: the stream goes on
+        _LOG.warning("could not note the stream of run %s", run_id, exc_info=True)
+    return time.monotonic()
 
 
 async def _waits_for_a_person(run_sync: RunSync, run: RunRecord, at_work: Callable[[RunRecord], bool] | None) -> bool:

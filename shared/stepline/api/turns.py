@@ -40,6 +40,7 @@ from ..runtime.inbox import start_next
 from ..runtime.services import Services
 from ..runtime.turn import begin_turn
 from ..runtime.waits import answer, decide, run_state
+from ..runtime.watchers import noter
 from ..store.branches import BranchFrom
 from ..store.errors import ActiveRunExists, Conflict, DecisionConflict, Gone, NotFound
 from ..store.records import TERMINAL, WAITING_RUN, MessageRecord, RunRecord, check_id
@@ -323,6 +324,8 @@ def _continue(services: Services, user_id: str, conversation_id: str, message: U
             now = (run.last_event_seq, WHOLE_EVENT)  # a run at work: the client has what it wrote so far
             return ChatStream(run_id=run.run_id, after=now, prelude=[_start(stored)])
         raise ApiError(400, f"messages: message {message.id} carries no approval response or tool output to continue")
+    if (note := noter(services, user_id, run.run_id)) is not None:  # its stream follows: before the run goes on
+        note()
     for approval_id, approved, reason in answers.decisions:
         _decide(services, user_id, run, approval_id, approved, reason)
     for tool_call_id, output, error_text in outputs:

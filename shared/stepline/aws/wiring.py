@@ -27,6 +27,7 @@ from ..runtime.notifications import NoNotifier, Notifier
 from ..runtime.services import DEFAULT_MODEL, Services
 from ..runtime.stream_push import RunNotifier
 from .appsync_events import flush_notifications
+from .dynamo_watchers import DynamoWatchers
 from .dynamodb import DynamoStore
 from .events import EventBridgeNotifier
 from .s3 import S3BlobStore
@@ -141,8 +142,9 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
     except StepLineError as error:
         raise ConfigurationError(str(error)) from None
     blobs = S3BlobStore(settings.bucket, client_factory=lambda: client("s3"))
+    dynamodb = client("dynamodb")
     store = DynamoStore(
-        client("dynamodb"),
+        dynamodb,
         agent_table=settings.agent_table,
         events_table=settings.events_table,
         blobs=blobs,
@@ -194,6 +196,7 @@ def build_services(settings: Settings, *, client: Callable[[str], Any] = _client
         telemetry=_telemetry(settings),
         inspect=settings.inspect,
         stream_push=_stream_push(settings),
+        watchers=DynamoWatchers(dynamodb, settings.agent_table),
         store=store,
         blobs=blobs,
         agents=agents,
@@ -298,8 +301,9 @@ def _reconciler(
     if not settings.state_machine_arn:
         raise ConfigurationError("Stepline environment is not usable: STEPLINE_STATE_MACHINE_ARN: required")
     blobs = S3BlobStore(settings.bucket, client_factory=lambda: client("s3"))
+    dynamodb = client("dynamodb")
     store = DynamoStore(
-        client("dynamodb"),
+        dynamodb,
         agent_table=settings.agent_table,
         events_table=settings.events_table,
         blobs=blobs,

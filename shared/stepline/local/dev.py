@@ -60,6 +60,7 @@ from ..runtime.approval_links import ApprovalLinks
 from ..runtime.deployment_budget import DeploymentBudget, budget_from_env
 from ..runtime.hook_signatures import EnvHookSecrets
 from ..runtime.services import Services
+from ..runtime.watchers import MemoryWatchers
 from ..store.event_batcher import DEFAULT_WINDOW, UNATTENDED_WINDOW
 from ..tracing.setup import telemetry_from_env
 from .backend import Engine, LocalBackend, local_backend
@@ -221,6 +222,7 @@ def dev_server(
             deliveries=unattended.outbox,
             delta_window=DEFAULT_WINDOW if data_dir is None else LOCAL_DELTA_WINDOW,
             unattended_delta_window=UNATTENDED_WINDOW if data_dir is None else LOCAL_DELTA_WINDOW,
+            watchers=MemoryWatchers(),  # one process: every stream and step of this server
             **backend,
         )
 

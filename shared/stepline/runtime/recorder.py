@@ -114,6 +114,15 @@ class RunRecorder:
             events.extend(self._batcher.add(chunk))
         self._append([*events, *self._batcher.flush()])
 
+    @property
+    def window(self) -> float:
+        """The delta window in force (`stepline.runtime.watchers` moves it while the step runs)."""
+        return self._batcher.window
+
+    @window.setter
+    def window(self, window: float) -> None:
+        self._batcher.window = window
+
     def tick(self) -> float | None:
         """Write held deltas whose window has passed; returns when the next ones are due (monotonic).
 

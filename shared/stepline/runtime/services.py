@@ -36,6 +36,7 @@ from .notifications import NoNotifier, Notifier
 from .run_tree import RunTree
 from .slot_waits import SlotWaits
 from .stream_push import RunNotifier
+from .watchers import Watchers
 
 if TYPE_CHECKING:
     from ..tracing.run_telemetry import RunTelemetry
@@ -106,6 +107,9 @@ class Services:
     unattended_delta_window: float = UNATTENDED_WINDOW
     """The same in a run no chat started (`trigger="automation"`: POST /api/runs, a schedule, a
     webhook); someone who follows one anyway sees its text a batch per window."""
+    watchers: Watchers | None = None
+    """Where streams note the runs they follow (`stepline.runtime.watchers`); a chat's run that nobody
+    follows then writes its deltas at the unattended window. None: a chat's run always has the chat's."""
     stream_push: RunNotifier | None = None
     """Tells the streams following a run that its log has grown (None: they only poll)."""
     client: str | None = None

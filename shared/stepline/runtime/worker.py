@@ -50,8 +50,9 @@ from .services import Services
 from .stream_push import notifier, notify
 from .turn import run_context_of
 from .waits import client_outputs, run_approvals
+from .watchers import delta_window_of
 
-__all__ = ["delta_window_of", "model_step"]
+__all__ = ["model_step"]
 
 _LOG = logging.getLogger("stepline.runtime")
 Next = Literal["continue", "await-approval", "await-client", "finished", "failed", "aborted"]
@@ -60,11 +61,6 @@ ABORT_POLL_SECONDS = 1.0
 
 
 # -- one model step ----------------------------------------------------------------------------------
-
-
-def delta_window_of(services: Services, run: RunRecord) -> float:
-    """The run's delta window: a chat's, or the unattended one for a run that no chat started."""
-    return services.unattended_delta_window if run.trigger == "automation" else services.delta_window
 
 
 def model_step(services: Services, user_id: str, run_id: str, *, invocation_id: str) -> dict[str, Any]:
@@ -135,8 +131,8 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
         state = take_raises(state, config.limits, child_raises(services, run, [o.tool_call_id for o in outputs]))
     tools = ToolsStarted()
     config = tools.watch(config)
-    watcher = asyncio.create_task(_watch_abort(services, user_id, run_id, abort))
-    timer = asyncio.create_task(_flush_on_time(recorder, delta_window_of(services, run)))
+    watcher = asyncio.create_task(_watch_abort(services, user_id, run_id, abort, recorder))
+    timer = asyncio.create_task(_flush_on_time(recorder))
     try:
         resumed = await resume_waited(config, state, decisions, outputs, recorder)
         if isinstance(resumed, StepOutcome):
@@ -206,22 +202,26 @@ async def _step_until_abort(
     return None
 
 
-async def _flush_on_time(recorder: RunRecorder, window: float) -> None:
+async def _flush_on_time(recorder: RunRecorder) -> None:
     """Write held deltas when their window passes, also while the model is silent."""
     while True:
         due = recorder.tick()
-        await asyncio.sleep(window if due is None else max(due - time.monotonic(), 0.005))
+        await asyncio.sleep(recorder.window if due is None else max(due - time.monotonic(), 0.005))
 
 
-async def _watch_abort(services: Services, user_id: str, run_id: str, abort: AbortSignal) -> None:
+async def _watch_abort(
+    services: Services, user_id: str, run_id: str, abort: AbortSignal, recorder: RunRecorder
+) -> None:
     """Notice within about a second that the run was aborted, or ended by another writer.
 
     The API marks an abort in the store; a FailRun or the reconciler ends the run outright. Either
-    way the step stops instead of streaming into an ended run.
+    way the step stops instead of streaming into an ended run. The same read sets the delta window
+    by who follows the run now (`stepline.runtime.watchers`).
     """
     while not abort.aborted:
         await asyncio.sleep(ABORT_POLL_SECONDS)
         run = services.store.get_run(user_id, run_id)
+        recorder.window = delta_window_of(services, run)
         if run.status == "aborted" or run.cancel_reason is not None:  # ended, or asked to stop
             abort.abort(run.cancel_reason or "aborted by the user")
         elif run.status in TERMINAL["run"]:

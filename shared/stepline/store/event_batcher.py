@@ -225,6 +225,13 @@ class EventBatcher:
         """The configured window."""
         return self._window
 
+    @window.setter
+    def window(self, window: float) -> None:
+        """A new window from now on (what is held is due by it: sooner when it narrows)."""
+        if not window >= 0:
+            raise ValueError("window must be 0 or more seconds")
+        self._window = window
+
     @property
     def effective_window(self) -> float:
         """The window in force: the configured one, or four times the appends' duration when that is longer."""

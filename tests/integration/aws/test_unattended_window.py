@@ -1,7 +1,8 @@
-"""A run nobody started from a chat holds its deltas for the unattended window, not the chat's.
+"""A run nobody started from a chat, or nobody follows, holds its deltas for the unattended window.
 
 The real ASL on moto, a paced scripted model streaming one text part for about 2 s. A headless
-run (`trigger="automation"`) may write its leading delta, then at most one batch per unattended
+run (`trigger="automation"`), and a chat's run whose streams have all gone (its last note expired,
+`stepline.runtime.watchers`), may write the leading delta, then at most one batch per unattended
 window (1 s), then the rest at the part's end: a bound that load can only make looser (a slow
 store widens the window, it never narrows it). At the chat's 50 ms window the same step writes
 tens of batches. The message is the same either way.
@@ -10,15 +11,16 @@ tens of batches. The message is the same either way.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from stepline.llm.scripted import ScriptedModel
 from stepline.runtime.services import Services
 from stepline.runtime.turn import begin_turn
-from stepline.runtime.worker import delta_window_of
+from stepline.runtime.watchers import MemoryWatchers, delta_window_of
 from stepline.store.event_batcher import DEFAULT_WINDOW, UNATTENDED_WINDOW
 from stepline.store.memory import MemoryStore
 from stepline.store.records import RunRecord
-from tests.support.local_aws import local_aws
+from tests.support.local_aws import LocalAws, local_aws
 from tests.support.runs import STOP, USER, final_message
 
 DELTAS = 100
@@ -41,29 +43,61 @@ def test_the_window_follows_the_runs_trigger() -> None:
     assert DEFAULT_WINDOW < UNATTENDED_WINDOW
 
 
-def test_a_headless_run_writes_a_delta_batch_per_unattended_window_at_most() -> None:
+def _paced_model() -> ScriptedModel:
     parts = [
         {"type": "text-start", "id": "t"},
         *({"type": "text-delta", "id": "t", "delta": f"w{i} "} for i in range(DELTAS)),
         {"type": "text-end", "id": "t"},
         STOP,
     ]
-    model = ScriptedModel.from_script([{"parts": parts, "delayMs": PAUSE_MS}])
-    with local_aws(model) as aws:
-        begin_turn(
-            aws.services,
-            USER,
-            conversation_id="c-headless",
-            run_id="run-headless",
-            assistant_message_id="a-headless",
-            user_message={"id": "u-headless", "role": "user", "parts": [{"type": "text", "text": "go"}]},
-            unattended={"source": "test"},
-        )
-        assert aws.wait_execution("run-headless", timeout=120) == "SUCCEEDED"
-        events = aws.services.store.events_after(USER, "run-headless", 0, now=aws.services.clock())
+    return ScriptedModel.from_script([{"parts": parts, "delayMs": PAUSE_MS}])
+
+
+def _batches_within_the_unattended_bound(aws: LocalAws, run_id: str) -> None:
+    events = aws.services.store.events_after(USER, run_id, 0, now=aws.services.clock())
+    batches = [e for e in events if e.type == "delta"]
+    # as long as it really took (a loaded machine streams slower, and the bound grows with it)
+    streamed = (batches[-1].created_at - batches[0].created_at) / 1000
+    # the leading delta, one batch per window that passed, the rest at the part's end
+    assert len(batches) <= 1 + math.ceil(streamed / UNATTENDED_WINDOW) + 1, [len(b.chunks) for b in batches]
+    assert final_message(aws, run_id)["content"] == "".join(f"w{i} " for i in range(DELTAS))
+
+
+def _start(aws: LocalAws, run_id: str, **options: Any) -> None:
+    begin_turn(
+        aws.services,
+        USER,
+        conversation_id=f"c-{run_id}",
+        run_id=run_id,
+        assistant_message_id=f"a-{run_id}",
+        user_message={"id": f"u-{run_id}", "role": "user", "parts": [{"type": "text", "text": "go"}]},
+        **options,
+    )
+    assert aws.wait_execution(run_id, timeout=120) == "SUCCEEDED"
+
+
+def test_a_headless_run_writes_a_delta_batch_per_unattended_window_at_most() -> None:
+    with local_aws(_paced_model()) as aws:
+        _start(aws, "run-headless", unattended={"source": "test"})
+        _batches_within_the_unattended_bound(aws, "run-headless")
+
+
+def test_a_chats_run_that_its_streams_have_left_writes_at_the_unattended_window() -> None:
+    watchers = MemoryWatchers()
+    with local_aws(_paced_model(), watchers=watchers) as aws:
+        watchers.note(USER, "run-left", until_ms=aws.services.clock() - 1)  # a stream followed it, then went
+        _start(aws, "run-left")
+        _batches_within_the_unattended_bound(aws, "run-left")
+        assert aws.services.store.get_run(USER, "run-left").trigger == "web"  # a chat's run all the same
+
+
+def test_a_chats_run_that_a_stream_follows_keeps_the_chats_window() -> None:
+    watchers = MemoryWatchers()
+    with local_aws(_paced_model(), watchers=watchers) as aws:
+        watchers.note(USER, "run-watched", until_ms=aws.services.clock() + 600_000)
+        _start(aws, "run-watched")
+        events = aws.services.store.events_after(USER, "run-watched", 0, now=aws.services.clock())
         batches = [e for e in events if e.type == "delta"]
-        # as long as it really took (a loaded machine streams slower, and the bound grows with it)
         streamed = (batches[-1].created_at - batches[0].created_at) / 1000
-        # the leading delta, one batch per window that passed, the rest at the part's end
-        assert len(batches) <= 1 + math.ceil(streamed / UNATTENDED_WINDOW) + 1, [len(b.chunks) for b in batches]
-        assert final_message(aws, "run-headless")["content"] == "".join(f"w{i} " for i in range(DELTAS))
+        # more batches than the unattended window could have written in that time
+        assert len(batches) > 2 + math.ceil(streamed / UNATTENDED_WINDOW), len(batches)

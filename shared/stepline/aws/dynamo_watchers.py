@@ -1,0 +1,43 @@
+"""The notes of the streams that follow a run (`stepline.runtime.watchers`), on DynamoDB.
+
+One item per run beside its other items in the agent table (`pk` the run's, `sk` `W#`), holding
+until when the last note counts (`until`, epoch ms) and a TTL (`expires_at`, a day after it). A
+note is one unconditional `PutItem` (one write unit; notes overlap, and the newest counts
+longest); the model step reads it with an eventually consistent `GetItem` (half a read unit) once
+a second: a note a few hundred milliseconds old at worst, which the 30 s a note counts absorbs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .dynamo_items import num_attr, str_attr
+
+__all__ = ["DynamoWatchers"]
+
+_EXPIRY_SECONDS = 24 * 3600
+"""A note's item is deleted by DynamoDB's TTL a day after it stopped counting (it is read only by key)."""
+
+
+class DynamoWatchers:
+    """`Watchers` over the agent table."""
+
+    def __init__(self, client: Any, table: str) -> None:
+        self._client = client
+        self._table = table
+
+    @staticmethod
+    def _key(user_id: str, run_id: str) -> dict[str, Any]:
+        return {"pk": str_attr(f"U#{user_id}#R#{run_id}"), "sk": str_attr("W#")}
+
+    def note(self, user_id: str, run_id: str, *, until_ms: int) -> None:
+        item = {
+            **self._key(user_id, run_id),
+            "until": num_attr(until_ms),
+            "expires_at": num_attr(until_ms // 1000 + _EXPIRY_SECONDS),
+        }
+        self._client.put_item(TableName=self._table, Item=item)
+
+    def watched_until(self, user_id: str, run_id: str) -> int | None:
+        item = self._client.get_item(TableName=self._table, Key=self._key(user_id, run_id)).get("Item")
+        return None if item is None else int(item["until"]["N"])
