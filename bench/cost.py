@@ -32,7 +32,10 @@ The shapes:
   streams to the end;
 - `headless10`: the same run started by POST /api/runs, the approval decided by POST
   /api/approvals/{id}, the result read once by GET /api/runs/{id}; nobody streams;
-- `reply1`: a 1-step text reply, watched.
+- `reply1`: a 1-step text reply, watched;
+- `left10`: `watched10` whose page is closed at the approval: the decision comes from POST
+  /api/approvals ten minutes on (the services' clock moved on by the wait, so the stream's last
+  note has expired, as it would have), and nobody streams the rest of the run.
 
 The delta window is the configured one: the batcher's widening under slow appends is turned off
 (moto's appends take longer than DynamoDB's few milliseconds and would widen it, fewer events than
@@ -52,10 +55,8 @@ import resource
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,41 +64,24 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.cost_drive import SHAPES, WAIT_SECONDS, Shape, drive
 from bench.cost_meter import DynamoMeter, Index
 from bench.cost_prices import PRICES, PRICES_DATE, Bill
 from bench.cost_run import CountingNotifier, CpuTimedClient, Observed, serving, wrap_timed
 from bench.template_memory import memory_mb
 from stepline.api.app import create_app
 from stepline.api.deps import ApiOptions
-from stepline.api.identity import DEFAULT_LOCAL_USER, DevTokens
+from stepline.api.identity import DevTokens
 from stepline.llm.scripted import ScriptedModel
 from stepline.local.backend import TABLES, local_backend
 from stepline.local.dev import DEFAULT_TOOLS
 from stepline.local.resources import resources
-from stepline.protocol.chunks import parse_chunk
-from stepline.protocol.reducer import reduce_ui_message_stream
 from stepline.runtime.services import Services
 from stepline.store.event_batcher import EventBatcher
 from stepline.tools import load_toolset
 
 USAGE = {"inputTokens": {"total": 1850}, "outputTokens": {"total": 160}}
 NOTE = "notes/plan.md"
-WAIT_SECONDS = 600.0
-
-
-@dataclass(frozen=True)
-class Shape:
-    name: str
-    steps: int
-    watched: bool
-    approval: bool
-
-
-SHAPES = {
-    "watched10": Shape("watched10", 10, watched=True, approval=True),
-    "headless10": Shape("headless10", 10, watched=False, approval=True),
-    "reply1": Shape("reply1", 1, watched=True, approval=False),
-}
 
 
 # --- the script -------------------------------------------------------------------------------------
@@ -147,6 +131,15 @@ def memory_gb() -> dict[str, float]:
     return {name: mb / 1024 for name, mb in memory_mb().items()}
 
 
+def watchers_on_dynamo(services: Services, client: Any) -> None:
+    """The streams' notes on the agent table, as a deployed stack has them (metered with the rest)."""
+    try:
+        from stepline.aws.dynamo_watchers import DynamoWatchers
+    except ImportError:  # a checkout from before the notes (--also): its windows follow the trigger only
+        return
+    services.watchers = DynamoWatchers(client, TABLES["AgentTable"])
+
+
 def table_layout() -> tuple[dict[str, tuple[str, ...]], dict[str, list[Index]]]:
     keys: dict[str, tuple[str, ...]] = {}
     indexes: dict[str, list[Index]] = {}
@@ -158,21 +151,6 @@ def table_layout() -> tuple[dict[str, tuple[str, ...]], dict[str, list[Index]]]:
             for g in props.get("GlobalSecondaryIndexes", [])
         ]
     return keys, indexes
-
-
-def sse_chunks(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ") and line != "data: [DONE]"]
-
-
-def continuation(chat_id: str, user: dict[str, Any], chunks: list[dict[str, Any]]) -> dict[str, Any]:
-    """The stock client's POST after the user approved: the assistant message with the approval answered."""
-    message = reduce_ui_message_stream([parse_chunk(c) for c in chunks]).message
-    assert message is not None
-    for part in message["parts"]:
-        if part.get("state") == "approval-requested":
-            part["state"] = "approval-responded"
-            part["approval"] = {**part["approval"], "approved": True}
-    return {"id": chat_id, "messages": [user, message], "trigger": "submit-message", "messageId": message["id"]}
 
 
 def _appends_take_no_time(self: EventBatcher, seconds: float) -> None:
@@ -206,6 +184,7 @@ def measure(shape: Shape, args: argparse.Namespace) -> Bill:
         meter.unmetered.add(threading.get_ident())  # the bench's own reads (waiting for a state)
         store.client = CpuTimedClient(meter, observed)
         services.stream_push = push_of(observed.notifier)
+        watchers_on_dynamo(services, store.client)
         app = create_app(services, DevTokens(), ApiOptions())
         server_cpu: list[float] = []
         with serving(app, server_cpu) as url, httpx.Client(base_url=url, timeout=120) as client:
@@ -230,57 +209,6 @@ def push_of(counting: CountingNotifier) -> Any:
     except ImportError:
         return counting
     return CoalescingNotifier(counting)
-
-
-def drive(
-    shape: Shape, client: httpx.Client, services: Services, observed: Observed, meter: DynamoMeter, sample: float
-) -> str:
-    """Run the shape's client; returns the run id."""
-    user = {"id": "u-1", "role": "user", "parts": [{"type": "text", "text": "Make a plan and check it."}]}
-    if shape.watched:
-        first = observed.request(
-            client,
-            "StreamFunction",
-            "POST",
-            "/api/chat",
-            json={"id": "chat-1", "messages": [user], "trigger": "submit-message"},
-        )
-        chunks = sse_chunks(first.text)
-        run_id = str(chunks[0]["messageMetadata"]["runId"])
-        if shape.approval:  # parked: the approval holds its task token (AwaitInput has run)
-            _pending_approval(lambda: services.store.pending_approvals(DEFAULT_LOCAL_USER), run_id)
-            observed.sample_wait(meter, sample, WAIT_SECONDS)
-            body = continuation("chat-1", user, chunks)
-            observed.request(client, "StreamFunction", "POST", "/api/chat", json=body)
-        return run_id
-    started = observed.request(client, "ApiFunction", "POST", "/api/runs", json={"input": user}).json()
-    run_id = str(started["runId"])
-    store = services.store
-    approval_id = _pending_approval(lambda: store.pending_approvals(DEFAULT_LOCAL_USER), run_id)
-    observed.sample_wait(meter, sample, WAIT_SECONDS)
-    observed.request(client, "ApiFunction", "POST", f"/api/approvals/{approval_id}", json={"approved": True})
-    _until(lambda: store.get_run(DEFAULT_LOCAL_USER, run_id).status == "completed")
-    observed.request(client, "ApiFunction", "GET", f"/api/runs/{run_id}")
-    return run_id
-
-
-def _until(done: Callable[[], bool], timeout: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        if time.monotonic() > deadline:
-            raise RuntimeError("the run did not get there")
-        time.sleep(0.05)
-
-
-def _pending_approval(pending: Callable[[], list[Any]], run_id: str) -> str:
-    found: list[str] = []
-
-    def ready() -> bool:
-        found[:] = [a.approval_id for a in pending() if a.run_id == run_id and a.task_token]
-        return bool(found)
-
-    _until(ready)
-    return found[0]
 
 
 # --- the report ---------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The notes of the streams that follow a run (`stepline.runtime.watchers`), on DynamoDB.
 
-One item per run beside its other items in the agent table (`pk` the run's, `sk` `W#`), holding
-until when the last note counts (`until`, epoch ms) and a TTL (`expires_at`, a day after it). A
+One item per run beside its other items in the agent table (`pk` the run's, `sk` `W#`, `kind`
+`watch`), holding until when the last note counts (`until`, epoch ms) and a TTL (`expires_at`, a
+day after it). A
 note is one unconditional `PutItem` (one write unit; notes overlap, and the newest counts
 longest); the model step reads it with an eventually consistent `GetItem` (half a read unit) once
 a second: a note a few hundred milliseconds old at worst, which the 30 s a note counts absorbs.
@@ -33,6 +34,7 @@ class DynamoWatchers:
     def note(self, user_id: str, run_id: str, *, until_ms: int) -> None:
         item = {
             **self._key(user_id, run_id),
+            "kind": str_attr("watch"),
             "until": num_attr(until_ms),
             "expires_at": num_attr(until_ms // 1000 + _EXPIRY_SECONDS),
         }

@@ -21,6 +21,7 @@ written at once, so the time to first token does not depend on it.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, Protocol
@@ -39,6 +40,8 @@ __all__ = [
     "noter",
     "window_of",
 ]
+
+_LOG = logging.getLogger("stepline.runtime")
 
 NOTE_SECONDS: Final = 10.0
 """A stream notes itself this often while it follows a run."""
@@ -88,11 +91,18 @@ def window_of(
 
 
 def delta_window_of(services: Services, run: RunRecord) -> float:
-    """The run's delta window now (one read of its note); without `services.watchers`, by its trigger only."""
+    """The run's delta window now (one read of its note); without `services.watchers`, by its trigger only.
+
+    A note that cannot be read counts as none: the window is a cost, and the step goes on.
+    """
     chat, unattended = services.delta_window, services.unattended_delta_window
     if services.watchers is None:
         return unattended if run.trigger == "automation" else chat
-    until = services.watchers.watched_until(run.user_id, run.run_id)
+    try:
+        until = services.watchers.watched_until(run.user_id, run.run_id)
+    except Exception:
+        _LOG.warning("could not read who follows run %s", run.run_id, exc_info=True)
+        until = None
     return window_of(run, until, now_ms=services.clock(), chat_window=chat, unattended_window=unattended)
 
 

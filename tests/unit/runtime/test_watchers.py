@@ -78,6 +78,16 @@ def test_a_stream_note_counts_for_its_ttl_and_the_latest_counts_longest() -> Non
     assert watchers.watched_until("someone-else", RUN) is None  # per user
 
 
+class _Unreadable(MemoryWatchers):
+    def watched_until(self, user_id: str, run_id: str) -> int | None:
+        raise RuntimeError("throttled")
+
+
+def test_a_note_that_cannot_be_read_counts_as_none() -> None:
+    services = _services(watchers=_Unreadable())
+    assert [delta_window_of(services, r) for r in (TOP, CHILD)] == [DEFAULT_WINDOW, UNATTENDED_WINDOW]
+
+
 def test_a_stream_notes_itself_when_it_starts_and_a_failing_note_does_not_end_it() -> None:
     store = store_with_events([[{"type": "start"}], [{"type": "text-start", "id": "t"}]])
     finish(store)
