@@ -53,8 +53,9 @@ class Counted:
         return self._output
 
 
-def begin(aws: LocalAws, text: str = "hello") -> str:
-    run_id = f"run-{next(ids)}"
+def begin(aws: LocalAws, text: str = "hello", *, run_id: str | None = None, **options: Any) -> str:
+    """Start a turn in a conversation of its own (`options` go to `begin_turn`); its run id."""
+    run_id = run_id or f"run-{next(ids)}"
     begin_turn(
         aws.services,
         USER,
@@ -62,6 +63,7 @@ def begin(aws: LocalAws, text: str = "hello") -> str:
         run_id=run_id,
         assistant_message_id=f"a-{run_id}",
         user_message={"id": f"u-{run_id}", "role": "user", "parts": [{"type": "text", "text": text}]},
+        **options,
     )
     return run_id
 

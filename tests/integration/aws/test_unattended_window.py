@@ -15,13 +15,12 @@ from typing import Any
 
 from stepline.llm.scripted import ScriptedModel
 from stepline.runtime.services import Services
-from stepline.runtime.turn import begin_turn
 from stepline.runtime.watchers import MemoryWatchers, delta_window_of
 from stepline.store.event_batcher import DEFAULT_WINDOW, UNATTENDED_WINDOW
 from stepline.store.memory import MemoryStore
 from stepline.store.records import RunRecord
 from tests.support.local_aws import LocalAws, local_aws
-from tests.support.runs import STOP, USER, final_message
+from tests.support.runs import STOP, USER, begin, final_message
 
 DELTAS = 100
 PAUSE_MS = 20
@@ -64,15 +63,7 @@ def _batches_within_the_unattended_bound(aws: LocalAws, run_id: str) -> None:
 
 
 def _start(aws: LocalAws, run_id: str, **options: Any) -> None:
-    begin_turn(
-        aws.services,
-        USER,
-        conversation_id=f"c-{run_id}",
-        run_id=run_id,
-        assistant_message_id=f"a-{run_id}",
-        user_message={"id": f"u-{run_id}", "role": "user", "parts": [{"type": "text", "text": "go"}]},
-        **options,
-    )
+    begin(aws, "go", run_id=run_id, **options)
     assert aws.wait_execution(run_id, timeout=120) == "SUCCEEDED"
 
 
