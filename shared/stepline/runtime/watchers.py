@@ -24,18 +24,16 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import Final, Protocol
 
 from ..store.records import RunRecord
-
-if TYPE_CHECKING:
-    from .services import Services
 
 __all__ = [
     "NOTE_SECONDS",
     "NOTE_TTL_SECONDS",
     "MemoryWatchers",
     "Watchers",
+    "WindowSettings",
     "delta_window_of",
     "noter",
     "window_of",
@@ -79,6 +77,19 @@ class MemoryWatchers:
             return self._until.get((user_id, run_id))
 
 
+class WindowSettings(Protocol):
+    """What the window depends on in `Services` (typed here without importing it: it imports this)."""
+
+    @property
+    def watchers(self) -> Watchers | None: ...
+    @property
+    def delta_window(self) -> float: ...
+    @property
+    def unattended_delta_window(self) -> float: ...
+    @property
+    def clock(self) -> Callable[[], int]: ...
+
+
 def window_of(
     run: RunRecord, watched_until: int | None, *, now_ms: int, chat_window: float, unattended_window: float
 ) -> float:
@@ -90,7 +101,7 @@ def window_of(
     return chat_window if watched_until > now_ms else unattended_window
 
 
-def delta_window_of(services: Services, run: RunRecord) -> float:
+def delta_window_of(services: WindowSettings, run: RunRecord) -> float:
     """The run's delta window now (one read of its note); without `services.watchers`, by its trigger only.
 
     A note that cannot be read counts as none: the window is a cost, and the step goes on.
@@ -106,7 +117,7 @@ def delta_window_of(services: Services, run: RunRecord) -> float:
     return window_of(run, until, now_ms=services.clock(), chat_window=chat, unattended_window=unattended)
 
 
-def noter(services: Services, user_id: str, run_id: str) -> Callable[[], None] | None:
+def noter(services: WindowSettings, user_id: str, run_id: str) -> Callable[[], None] | None:
     """What a stream calls to note that it follows the run (None without `services.watchers`)."""
     watchers = services.watchers
     if watchers is None:
