@@ -2,14 +2,16 @@
 
 One item per run beside its other items in the agent table (`pk` the run's, `sk` `W#`, `kind`
 `watch`), holding until when the last note counts (`until`, epoch ms) and a TTL (`expires_at`, a
-day after it). A
-note is one unconditional `PutItem` (one write unit; notes overlap, and the newest counts
-longest); the model step reads it with an eventually consistent `GetItem` (half a read unit) once
-a second: a note a few hundred milliseconds old at worst, which the 30 s a note counts absorbs.
+day after it). A note is one conditional `UpdateItem` (one write unit) that moves `until` only
+forward, so a stream on a function whose clock lags cannot cut another's note short (a refused
+condition is that case: nothing to do). The model step reads it with an eventually consistent
+`GetItem` (half a read unit) once a second: a note a few hundred milliseconds old at worst, which
+the 30 s a note counts absorbs.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from .dynamo_items import num_attr, str_attr
@@ -32,13 +34,19 @@ class DynamoWatchers:
         return {"pk": str_attr(f"U#{user_id}#R#{run_id}"), "sk": str_attr("W#")}
 
     def note(self, user_id: str, run_id: str, *, until_ms: int) -> None:
-        item = {
-            **self._key(user_id, run_id),
-            "kind": str_attr("watch"),
-            "until": num_attr(until_ms),
-            "expires_at": num_attr(until_ms // 1000 + _EXPIRY_SECONDS),
-        }
-        self._client.put_item(TableName=self._table, Item=item)
+        with contextlib.suppress(self._client.exceptions.ConditionalCheckFailedException):  # a later note counts
+            self._client.update_item(
+                TableName=self._table,
+                Key=self._key(user_id, run_id),
+                UpdateExpression="SET #kind = :kind, #until = :until, expires_at = :expires",
+                ConditionExpression="attribute_not_exists(#until) OR #until < :until",
+                ExpressionAttributeNames={"#kind": "kind", "#until": "until"},  # both are reserved words
+                ExpressionAttributeValues={
+                    ":kind": str_attr("watch"),
+                    ":until": num_attr(until_ms),
+                    ":expires": num_attr(until_ms // 1000 + _EXPIRY_SECONDS),
+                },
+            )
 
     def watched_until(self, user_id: str, run_id: str) -> int | None:
         item = self._client.get_item(TableName=self._table, Key=self._key(user_id, run_id)).get("Item")

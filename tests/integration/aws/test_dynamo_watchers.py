@@ -25,6 +25,8 @@ def test_a_note_is_read_back_per_user_beside_the_runs_items(monkeypatch: pytest.
         watchers.note(USER, RUN, until_ms=5_000_000)
         watchers.note(USER, RUN, until_ms=5_030_000)  # the stream's next note
         assert watchers.watched_until(USER, RUN) == 5_030_000
+        watchers.note(USER, RUN, until_ms=5_010_000)  # a stream whose clock lags shortens nothing
+        assert watchers.watched_until(USER, RUN) == 5_030_000
         assert watchers.watched_until("u2", RUN) is None  # another user's run of that id
         key = {"pk": {"S": f"U#{USER}#R#{RUN}"}, "sk": {"S": "W#"}}
         item = store.client.get_item(TableName=TABLES["AgentTable"], Key=key)["Item"]
