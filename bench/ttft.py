@@ -106,31 +106,41 @@ def free_port() -> int:
 def server(command: list[str], env: dict[str, str], cpu_mb: int | None = None) -> Generator[str]:
     """A server subprocess on a free port, at Lambda's CPU share of `cpu_mb` if given; its URL once it answers."""
     port = free_port()
-    quota = contextlib.ExitStack()
-    join = None if cpu_mb is None else quota.enter_context(cpu_quota(cpu_mb))
-    process = subprocess.Popen(
-        [*command, str(port)] if command[0] == "node" else [*command, "--port", str(port)],
-        env=env,
-        cwd=ROOT,
-        preexec_fn=join,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
+    with contextlib.ExitStack() as quota:  # the cgroup goes once the process has ended
+        join = None if cpu_mb is None else quota.enter_context(cpu_quota(cpu_mb))
+        process = subprocess.Popen(
+            [*command, str(port)] if command[0] == "node" else [*command, "--port", str(port)],
+            env=env,
+            cwd=ROOT,
+            preexec_fn=join,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        with _until_ended(process):
+            yield _answering(process, command, f"http://127.0.0.1:{port}")
+
+
+def _answering(process: subprocess.Popen[bytes], command: list[str], url: str) -> str:
+    """`url` once `/api/health` answers there."""
+    deadline = time.monotonic() + 120
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"{command} exited: {process.stderr.read().decode() if process.stderr else ''}")
+        try:
+            if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
+                return url
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{command} did not answer in 120 s")
+        time.sleep(0.1)
+
+
+@contextmanager
+def _until_ended(process: subprocess.Popen[bytes]) -> Generator[None]:
+    """Terminate `process` on the way out (killed after 10 s), and wait for its end."""
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"{command} exited: {process.stderr.read().decode() if process.stderr else ''}")
-            try:
-                if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{command} did not answer in 120 s")
-            time.sleep(0.1)
-        yield url
+        yield
     finally:
         process.terminate()
         try:
@@ -138,7 +148,6 @@ def server(command: list[str], env: dict[str, str], cpu_mb: int | None = None) -
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        quota.close()
 
 
 @dataclass

@@ -301,9 +301,8 @@ def _reconciler(
     if not settings.state_machine_arn:
         raise ConfigurationError("Stepline environment is not usable: STEPLINE_STATE_MACHINE_ARN: required")
     blobs = S3BlobStore(settings.bucket, client_factory=lambda: client("s3"))
-    dynamodb = client("dynamodb")
     store = DynamoStore(
-        dynamodb,
+        client("dynamodb"),
         agent_table=settings.agent_table,
         events_table=settings.events_table,
         blobs=blobs,
