@@ -183,7 +183,8 @@ def local_backend(
         services = make_services(
             store=store, blobs=blobs, orchestrator=orchestrator, approval_timeout_ms=approval_timeout_seconds * 1000
         )
-        services.stream_push = InProcessNotifier()  # the workers run in this process: they wake the streams
+        if services.stream_push is None:  # the workers run in this process: they wake the streams
+            services.stream_push = InProcessNotifier()
         routes.update(handlers(lambda: services))
         invoked.update(wrap(routes) if wrap else routes)
         redriven = redrive_unfinished(services, orchestrator) if data_dir is not None else 0

@@ -88,7 +88,7 @@ API_THREADS = 16
 (anyio's default limiter, 40 otherwise). With the engine's `STEP_WORKERS`, this bounds the server's
 threads whatever the number of open streams and waiting runs."""
 LOCAL_DELTA_WINDOW = 0.010
-"""The delta window over a data folder (SQLite), instead of AWS's 50 ms.
+"""The delta window over a data folder (SQLite), instead of AWS's 100 ms.
 
 On AWS the window bounds the event log's write units (money); a SQLite commit costs well under a
 millisecond of this machine (WAL, `synchronous=NORMAL`: no fsync per commit), so a delta is held

@@ -54,6 +54,9 @@ class RunRecorder:
         self._masker = DeltaMasker(redactor)
         self._notify = notify
         """Called with the last seq after each append: the streams that follow the run read it now."""
+        self.quiet = False
+        """Nobody follows the run (`stepline.runtime.watchers`): appends notify no stream (each
+        notification is a billed publish on AWS). The step's end and its waits still notify."""
         self._run = run
         self._now = now
         # Sources are sent (the SDK's `sendSources`): a search's source-url parts are what the UI lists.
@@ -161,7 +164,7 @@ class RunRecorder:
             return
         self._batcher.wrote(self._monotonic() - started)
         self.last_seq = stored[-1].seq
-        if self._notify is not None:
+        if self._notify is not None and not self.quiet:
             self._notify(self.last_seq)
 
     def snapshot(self, metadata: dict[str, Any] | None = None) -> SnapshotUpdate:

@@ -1,6 +1,6 @@
 """Who watches a run: its streams note themselves, and its model step picks the delta window by it.
 
-A run's text costs one event-log write per delta window (`stepline.store.event_batcher`): 50 ms
+A run's text costs one event-log write per delta window (`stepline.store.event_batcher`): 100 ms
 in a run started from a chat, 1 s in one that no chat started. A chat's run is not always watched,
 though: its page was closed, or it is a sub-agent's run, whose deltas never reach the lead's
 stream (the lead's message shows its progress at its step ends, `runtime.child_stream`). So every

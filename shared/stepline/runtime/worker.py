@@ -109,10 +109,10 @@ async def _model_step(services: Services, user_id: str, run_id: str, invocation_
         run,
         message,
         now=services.clock,
-        window=delta_window_of(services, run),
         replay=replay,
         notify=notifier(services.stream_push, run.user_id, run.run_id),
     )
+    _follow_watchers(recorder, services, run)
     attempts = [e for e in since if e.seq > checkpoint.last_event_seq]
     state = retry_log.redo_attempts(state, attempts, recorder, now=services.clock())
     abort = AbortSignal()
@@ -221,11 +221,17 @@ async def _watch_abort(
     while not abort.aborted:
         await asyncio.sleep(ABORT_POLL_SECONDS)
         run = services.store.get_run(user_id, run_id)
-        recorder.window = delta_window_of(services, run)
+        _follow_watchers(recorder, services, run)
         if run.status == "aborted" or run.cancel_reason is not None:  # ended, or asked to stop
             abort.abort(run.cancel_reason or "aborted by the user")
         elif run.status in TERMINAL["run"]:
             abort.abort(f"the run has ended ({run.status})")
+
+
+def _follow_watchers(recorder: RunRecorder, services: Services, run: RunRecord) -> None:
+    """The delta window by who follows the run now; a run nobody follows wakes no stream per append."""
+    recorder.window = delta_window_of(services, run)
+    recorder.quiet = recorder.window > services.delta_window
 
 
 def _approvals_recorded(state: LoopState, approvals: list[ApprovalRecord]) -> bool:

@@ -86,13 +86,16 @@ __all__ = [
     "together",
 ]
 
-DEFAULT_WINDOW: Final = 0.050
-"""Seconds a delta may be held for the next batch (docs/data-model.md: 50 ms)."""
+DEFAULT_WINDOW: Final = 0.100
+"""Seconds a delta may be held for the next batch while someone watches (docs/data-model.md: 100 ms).
+
+The stream reads the log every 100 ms (`stepline.api.tail.TailOptions.poll_seconds`), so a
+narrower window would only split what one read returns into more write units."""
 
 UNATTENDED_WINDOW: Final = 1.0
 """The same for a run that no chat started (a headless start, a schedule, a webhook): nobody is
 known to watch it, so each delta batch waits a second; the event log and the stream push then cost
-about a twentieth of a chat's per second of text."""
+about a tenth of a chat's per second of text."""
 
 _SMOOTHING: Final = 0.3
 """Weight of the newest sample in the running average of the append durations."""

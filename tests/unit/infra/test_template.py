@@ -37,7 +37,7 @@ STATE_MACHINE_NAME = "${AWS::StackName}-agent-run"
 
 WORKERS = {
     # logical id: (CodeUri, Timeout, MemorySize)
-    "ModelStepFunction": ("shared/stepline/stack/functions/model_step/", 900, 1024),  # a step includes its tools
+    "ModelStepFunction": ("shared/stepline/stack/functions/model_step/", 900, 512),  # a step includes its tools
     "AwaitInputFunction": ("shared/stepline/stack/functions/await_input/", 30, 256),
     "ExpireInputFunction": ("shared/stepline/stack/functions/expire_input/", 30, 256),
     "FinalizeRunFunction": ("shared/stepline/stack/functions/finalize_run/", 30, 256),
