@@ -17,8 +17,9 @@ Each run is a sequence of events on one heap (seconds of simulated time):
 
 What happens many times a second per run (event-log appends, publishes, deliveries, stream reads)
 is a fluid (bench/scale/meters.py: each step's streaming interval spread over 1-second ticks, at
-the rates of today's code: a chat's 50 ms delta window or a headless run's 1 s, at most one Event
-API publish per run per second watched or not, a following stream's fast polls); the report
+the rates of today's code: a chat's 100 ms delta window or a headless run's 1 s, at most one Event
+API publish per run per second while watched and none per append when not, a following stream's
+fast polls); the report
 compares every tick's demand with the tables', GSI2's shards' and the Event API's capacity
 afterwards. Throttles there are counted, not fed back into the runs (a first-order model: any is
 a design that does not hold). Seeded: one seed, one replay.
@@ -296,9 +297,9 @@ class _Sim:
         window = d.window_s(watchers > 0)
         m.spread(m.streaming, start, end, 1.0)
         m.spread(m.events_wcu, start, end, d.appends_per_s(watchers > 0) * d.wcu_per_append)
-        publishes = coalesced_publishes(seconds, window, d.push_window_s) / seconds
-        m.spread(m.publishes, start, end, publishes)
-        if watchers > 0:
+        if watchers > 0:  # a run nobody follows publishes nothing per append (only its step ends)
+            publishes = coalesced_publishes(seconds, window, d.push_window_s) / seconds
+            m.spread(m.publishes, start, end, publishes)
             agent, events = poll_reads_per_s(d.poll_seconds)
             m.spread(m.deliveries, start, end, watchers * publishes)
             m.spread(m.agent_rcu, start, end, watchers * agent)

@@ -64,8 +64,8 @@ def _lognormal_mean_factor(sigma: float) -> float:
 
 @dataclass(frozen=True)
 class Design:
-    delta_window_s: float = 0.05
-    """Event-log append interval while a chat's step streams (`Services.delta_window`, 50 ms)."""
+    delta_window_s: float = 0.1
+    """Event-log append interval while a chat's step streams (`Services.delta_window`, 100 ms)."""
     unattended_window_s: float = 1.0
     """The same for a run no chat started (`Services.unattended_delta_window`, 1 s): the headless runs."""
     push_window_s: float = 1.0
@@ -88,7 +88,7 @@ class Design:
     """AgentTable read units of a step's handlers (run, checkpoint, message, steps, tool calls, the API's)."""
     s3_puts_per_step: float = 2.6
     s3_gets_per_step: float = 3.4
-    model_step_gb: float = 1.0
+    model_step_gb: float = 0.5
     stream_gb: float = 0.5
     small_gb: float = 0.25
     small_s: float = 0.5
