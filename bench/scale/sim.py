@@ -13,7 +13,7 @@ Each run is a sequence of events on one heap (seconds of simulated time):
   at 2, 4, 8, 16, 32, 64 s (each retry a billed transition) before the run fails.
 - **step end**: Route's transition, the step-end writes; then the next step, an approval wait
   (AwaitInput; the streams end, as the stock client's do; the decision is `SendTaskSuccess`, and a
-  watched run's continuation is a new `POST /api/chat`), or the end (FinalizeRun, Done).
+  watched run's continuation is a new `POST /api/chat`), or the end (FinalizeRun, which ends the execution).
 
 What happens many times a second per run (event-log appends, publishes, deliveries, stream reads)
 is a fluid (bench/scale/meters.py: each step's streaming interval spread over 1-second ticks, at
@@ -338,8 +338,7 @@ class _Sim:
         self.at(now, lambda t: self._step(t, run))
 
     def _end(self, now: float, run: _Run) -> None:
-        took = self._small(now)  # FinalizeRun
-        self.r.transitions += 1  # Done
+        took = self._small(now)  # FinalizeRun: the execution's last state
         self.m.at(self.m.agent_wcu, now + took, self.design.end_wcu)
         self.m.gsi2(now + took, run.shard, self.design.gsi2_units_per_write)
         self._lifecycle(now + took)

@@ -306,6 +306,11 @@ class LocalStepFunctions:
                 self._fail(run, failure.error, failure.cause)
                 return
             run.attempts = {}
+            if state.get("End"):  # a task that ends the execution (FinalizeRun)
+                with self._lock:
+                    if run.status == "RUNNING":
+                        self._end(run, "SUCCEEDED", None, None)
+                return
             run.state = state["Next"]
             self._submit(run)
             return

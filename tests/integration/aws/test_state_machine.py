@@ -92,8 +92,8 @@ def test_an_approval_decided_through_the_webhook_resumes_the_same_message(approv
         (call,) = aws.services.store.list_tool_calls(USER, run_id)
         assert call.status == ("success" if approved else "denied")
         model.assert_consumed()
-        # the cost formula's decided-approval case (S = 2, A = 1, E = 0): 2S + A + 2, S + A + 1
-        assert billed(aws, run_id) == (7, 4)
+        # the cost formula's decided-approval case (S = 2, A = 1, E = 0): 2S + A + 1, S + A + 1
+        assert billed(aws, run_id) == (6, 4)
 
 
 def test_an_expired_approval_reaches_the_model_as_a_denial() -> None:
@@ -161,9 +161,9 @@ def test_a_model_error_before_any_output_is_retried_by_step_functions_and_record
         retries = Counter(e["type"] for e in history)["TaskFailed"]
         assert retries == 1
         # the cost formula's R: a retry is one more invocation (S = 1: 2 + R) but enters no state,
-        # and it adds three history events (scheduled, started, failed) to a text run's 16
-        assert billed(aws, run_id) == (4, 2 + retries)
-        assert len(history) == 16 + 3 * retries
+        # and it adds three history events (scheduled, started, failed) to a text run's 14
+        assert billed(aws, run_id) == (3, 2 + retries)
+        assert len(history) == 14 + 3 * retries
         # the failed attempt's (invisible) step is reset, and its error is not streamed: the stock
         # client stops reading at an `error`, and this run went on
         kinds = [c["type"] for c in chunks_of(aws.services.store.events_after(USER, run_id, 0, now=0))]
@@ -391,7 +391,7 @@ def test_a_step_killed_at_any_point_is_retried_to_the_same_message_without_rerun
 def test_transitions_and_invocations_follow_the_cost_formula(
     steps: list[list[dict[str, Any]]], approval: bool, timeout: int, counts: tuple[int, int, int]
 ) -> None:
-    """docs/architecture.md prices a run as T = 2S + A + E + 2 transitions, S + A + E + 1 invocations."""
+    """docs/architecture.md prices a run as T = 2S + A + E + 1 transitions, S + A + E + 1 invocations."""
     s, a, e = counts
     delete = Counted("delete_file", {"deleted": True})
     policy = {"delete_file": "user-approval"} if approval else None
@@ -400,7 +400,7 @@ def test_transitions_and_invocations_follow_the_cost_formula(
         run_id = begin(aws)
         assert aws.wait_execution(run_id, timeout=60) == "SUCCEEDED"
         assert len(model.calls) == s
-        assert billed(aws, run_id) == (2 * s + a + e + 2, s + a + e + 1)
+        assert billed(aws, run_id) == (2 * s + a + e + 1, s + a + e + 1)
         # docs/architecture.md sizes continue-as-new on "under 40 history events per step"
         assert len(aws.workflow.history(run_id)) < 40 * s
 
