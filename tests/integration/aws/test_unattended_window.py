@@ -77,7 +77,8 @@ class CountingNotifier(InProcessNotifier):
 
 
 def _delta_seqs(aws: LocalAws, run_id: str) -> set[int]:
-    return {e.seq for e in aws.services.store.events_after(USER, run_id, 0, now=aws.services.clock()) if e.type == "delta"}
+    events = aws.services.store.events_after(USER, run_id, 0, now=aws.services.clock())
+    return {e.seq for e in events if e.type == "delta"}
 
 
 def _start(aws: LocalAws, run_id: str, **options: Any) -> None:
