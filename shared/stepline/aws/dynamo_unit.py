@@ -2,14 +2,16 @@
 
 It reads with strongly consistent reads and remembers each item's `rev`; its commit turns the
 staged writes (plus the id pointers a new message or approval needs) into one
-`TransactWriteItems`, each write conditioned on the revision it read.
+`TransactWriteItems`, each write conditioned on the revision it read. A unit that writes a
+single item commits it as a conditional `PutItem` instead: as atomic as a one-item transaction,
+at half its write units (a tool call's claim, start and outcome, an approval's decision).
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ..store.errors import StoreError
+from ..store.errors import ConcurrentUpdate, StoreError
 from ..store.message_pages import StoredPage
 from ..store.records import (
     ApprovalRecord,
@@ -229,4 +231,15 @@ class DynamoUnit:
             return
         if len(actions) > 100:
             raise StoreError(f"one operation would write {len(actions)} items; DynamoDB transactions take 100")
-        self._store.transact(actions)
+        if len(actions) == 1:
+            self._put(actions[0]["Put"])
+        else:
+            self._store.transact(actions)
+
+    def _put(self, put: dict[str, Any]) -> None:
+        """One conditional write; refused (its revision moved, or a transaction holds the item): run again."""
+        client = self._store.client
+        try:
+            client.put_item(**put)
+        except (client.exceptions.ConditionalCheckFailedException, client.exceptions.TransactionConflictException):
+            raise ConcurrentUpdate("another writer changed the item first") from None
