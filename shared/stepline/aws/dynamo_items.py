@@ -9,6 +9,7 @@ run, step and tool-call items are written at every step.
 
 from __future__ import annotations
 
+import contextlib
 import zlib
 from typing import Any
 
@@ -34,6 +35,7 @@ __all__ = [
     "active_run_key",
     "index_attributes",
     "keys",
+    "move_forward",
     "num_attr",
     "record_fields",
     "str_attr",
@@ -151,3 +153,23 @@ KINDS: dict[str, type[Any]] = {
     "artifact": ArtifactRecord,
 }
 KIND_OF = {cls: kind for kind, cls in KINDS.items()}
+
+
+def move_forward(client: Any, table: str, key: dict[str, Any], name: str, value: int, **also: dict[str, Any]) -> None:
+    """Set the number `name` of the item at `key` to `value` (and the attributes `also`), only forward.
+
+    One conditional `UpdateItem`: it writes when the item has no `name` yet or a smaller one. A
+    refused condition means a later value is there already (another writer's, or a clock that
+    lags), so nothing is to be done.
+    """
+    values = {name: num_attr(value), **also}
+    names = {f"#a{i}": attribute for i, attribute in enumerate(values)}
+    with contextlib.suppress(client.exceptions.ConditionalCheckFailedException):
+        client.update_item(
+            TableName=table,
+            Key=key,
+            UpdateExpression="SET " + ", ".join(f"{n} = :v{i}" for i, n in enumerate(names)),
+            ConditionExpression="attribute_not_exists(#a0) OR #a0 < :v0",
+            ExpressionAttributeNames=names,  # names, not words: `until` and `kind` are reserved
+            ExpressionAttributeValues={f":v{i}": v for i, v in enumerate(values.values())},
+        )

@@ -11,10 +11,9 @@ the 30 s a note counts absorbs.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
-from .dynamo_items import num_attr, str_attr
+from .dynamo_items import move_forward, num_attr, str_attr
 
 __all__ = ["DynamoWatchers"]
 
@@ -34,19 +33,9 @@ class DynamoWatchers:
         return {"pk": str_attr(f"U#{user_id}#R#{run_id}"), "sk": str_attr("W#")}
 
     def note(self, user_id: str, run_id: str, *, until_ms: int) -> None:
-        with contextlib.suppress(self._client.exceptions.ConditionalCheckFailedException):  # a later note counts
-            self._client.update_item(
-                TableName=self._table,
-                Key=self._key(user_id, run_id),
-                UpdateExpression="SET #kind = :kind, #until = :until, expires_at = :expires",
-                ConditionExpression="attribute_not_exists(#until) OR #until < :until",
-                ExpressionAttributeNames={"#kind": "kind", "#until": "until"},  # both are reserved words
-                ExpressionAttributeValues={
-                    ":kind": str_attr("watch"),
-                    ":until": num_attr(until_ms),
-                    ":expires": num_attr(until_ms // 1000 + _EXPIRY_SECONDS),
-                },
-            )
+        expires = num_attr(until_ms // 1000 + _EXPIRY_SECONDS)
+        key = self._key(user_id, run_id)
+        move_forward(self._client, self._table, key, "until", until_ms, kind=str_attr("watch"), expires_at=expires)
 
     def watched_until(self, user_id: str, run_id: str) -> int | None:
         item = self._client.get_item(TableName=self._table, Key=self._key(user_id, run_id)).get("Item")

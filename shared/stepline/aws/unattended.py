@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import time
 from typing import Any, cast
@@ -35,6 +34,7 @@ from ..runtime.services import Services
 from ..runtime.traces import flush_invocation
 from ..store.errors import NotFound
 from ..store.records import RunRecord
+from .dynamo_items import move_forward
 
 __all__ = ["DynamoDeliveryLog", "DynamoScheduleState", "dispatch", "scheduled_now", "send_callbacks"]
 
@@ -57,14 +57,7 @@ class DynamoScheduleState:
         return None if item is None else int(item["lastSeen"]["N"])
 
     def mark_seen(self, owner: str, key: str, at: int) -> None:
-        with contextlib.suppress(self._client.exceptions.ConditionalCheckFailedException):  # a later tick wrote
-            self._client.update_item(
-                TableName=self._table,
-                Key=self._key(owner, key),
-                UpdateExpression="SET lastSeen = :at",
-                ConditionExpression="attribute_not_exists(lastSeen) OR lastSeen < :at",
-                ExpressionAttributeValues={":at": {"N": str(at)}},
-            )
+        move_forward(self._client, self._table, self._key(owner, key), "lastSeen", at)  # unless a later tick wrote
 
 
 class DynamoDeliveryLog:
