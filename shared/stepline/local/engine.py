@@ -193,6 +193,12 @@ class LocalStepFunctions:
         run.status = status
         self._runs[run.name] = Execution(run.generation, status, error, cause)
 
+    def _settle(self, run: _Run, status: str, error: str | None = None, cause: str | None = None) -> None:
+        """End the execution with `status`, unless it has ended already (stopped meanwhile)."""
+        with self._lock:
+            if run.status == "RUNNING":
+                self._end(run, status, error, cause)
+
     def _context(self, run: _Run, token: str | None = None) -> dict[str, Any]:
         context: dict[str, Any] = {
             "Execution": {"Id": execution_arn(_STATE_MACHINE_ARN, run.run_id, run.generation), "Name": run.name},
@@ -216,10 +222,7 @@ class LocalStepFunctions:
                 self._fail(run, error.error, error.cause)
                 return
             if kind in ("Succeed", "Fail"):
-                with self._lock:
-                    if run.status == "RUNNING":
-                        failed = kind == "Fail"
-                        self._end(run, "FAILED" if failed else "SUCCEEDED", state.get("Error"), state.get("Cause"))
+                self._settle(run, "FAILED" if kind == "Fail" else "SUCCEEDED", state.get("Error"), state.get("Cause"))
                 return
             self._task(run, state)
             return
@@ -307,9 +310,7 @@ class LocalStepFunctions:
                 return
             run.attempts = {}
             if state.get("End"):  # a task that ends the execution (FinalizeRun)
-                with self._lock:
-                    if run.status == "RUNNING":
-                        self._end(run, "SUCCEEDED", None, None)
+                self._settle(run, "SUCCEEDED")
                 return
             run.state = state["Next"]
             self._submit(run)
@@ -330,6 +331,4 @@ class LocalStepFunctions:
 
     def _fail(self, run: _Run, error: str, cause: str) -> None:
         _LOG.warning("execution %s failed: %s", run.name, error)
-        with self._lock:
-            if run.status == "RUNNING":
-                self._end(run, "FAILED", error, cause)
+        self._settle(run, "FAILED", error, cause)
