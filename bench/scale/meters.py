@@ -14,11 +14,10 @@ The per-step quantities are closed forms of today's code, each unit-tested again
 - `poll_reads_per_s`: what one stream following a streaming run reads a second
   (`stepline.api.tail.follow_run` with a subscription to a coalescing notifier): it polls every
   `poll_seconds` for `PUSH_WINDOW` after each notification, and a notification comes every
-  `PUSH_WINDOW` while the run streams, so it polls fast the whole time. A poll cycle reads the run
-  once (`DynamoStore.get_run`: a consistent `GetItem` of the run item on AgentTable and a
-  consistent one-item `Query` of the log's tail on EventsTable; a poll that then finds only deltas
-  does not read it again) and the log once (`events_after`, EventsTable): 1 AgentTable and 2
-  EventsTable read units a cycle (every item read is under 4 KB).
+  `PUSH_WINDOW` while the run streams, so it polls fast the whole time. While deltas come, a poll
+  reads the log alone (`events_after`: one consistent `Query` on EventsTable), not the run (a delta
+  batch never ends or parks a run; the run is read once the log has nothing new or something
+  else): 0 AgentTable and 1 EventsTable read unit a cycle (every item read is under 4 KB).
 - GSI2's working-runs key is sharded (`stepline.aws.dynamo_items.active_run_key`: 16 keys by a
   hash of the run id); `Meters.gsi2` meters each shard, `shard_peak` is the hottest one.
 """
@@ -49,9 +48,9 @@ def coalesced_publishes(seconds: float, append_interval: float, window: float) -
 
 
 def poll_reads_per_s(poll_seconds: float) -> tuple[float, float]:
-    """(AgentTable, EventsTable) read units a second of one stream polling fast: 1 and 2 a cycle."""
+    """(AgentTable, EventsTable) read units a second of one stream polling fast: 0 and 1 a cycle."""
     cycles = 1.0 / poll_seconds
-    return 1.0 * cycles, 2.0 * cycles
+    return 0.0 * cycles, 1.0 * cycles
 
 
 def shard_of(run_id: str) -> int:

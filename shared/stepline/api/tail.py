@@ -101,8 +101,10 @@ async def follow_run(
     A poll reads the run (consistent reads; its `last_event_seq` is the log's last seq), and the
     log only when that says it has something new; while the run
     waits for a person, the polls back off to `wait_poll_seconds`. A notification on `wake` (take
-    the subscription before calling) reads the log at once instead, and the run only once the log
-    has nothing new or something other than deltas came (a delta batch never ends or parks a run).
+    the subscription before calling), and a poll after a read that found only deltas, read the log
+    at once instead, and the run only once the log has nothing new or something other than deltas
+    came (a delta batch never ends or parks a run). On DynamoDB a run read is two consistent reads
+    and a log read one, so a stream that follows a model's text pays one read a poll, not three.
     `at_work(run)` says a waiting run is not waiting for a person (its sub-agents work): the stream
     follows it on. `note()` says that someone follows the run (`stepline.runtime.watchers`): called
     on the threads at the start and every `NOTE_SECONDS`; a failed note is logged, not fatal.
@@ -115,7 +117,7 @@ async def follow_run(
     base = options.poll_seconds if wake is None else options.push_poll_seconds
     interval = base
     waiting_since: float | None = None
-    notified = False
+    log_first = False
     linger = options.push_linger_seconds if wake is not None else 0.0
     fast_until = started + linger
 
@@ -132,7 +134,7 @@ async def follow_run(
     while time.monotonic() < deadline:
         noted = await _renew(note, noted, run_sync, run_id)
         seen = position[0] if position[1] == WHOLE_EVENT else position[0] - 1
-        run = None if notified else await run_sync(lambda: store.get_run(user_id, run_id))
+        run = None if log_first else await run_sync(lambda: store.get_run(user_id, run_id))
         if run is None or run.last_event_seq > seen:
             events = await run_sync(lambda s=seen: store.events_after(user_id, run_id, s, now=clock()))
             for event in events:
@@ -145,18 +147,19 @@ async def follow_run(
                 interval = base
                 fast_until = max(fast_until, time.monotonic() + linger)
                 if all(e.type == DELTA_EVENT for e in events) and (run is None or run.status in _AT_WORK):
-                    # A delta batch never ends or parks a run, and a run read at work before them decides
-                    # nothing at the next poll: no second read of the run (the next poll reads it).
+                    # A delta batch never ends or parks a run: while they come, a poll reads the log
+                    # alone, and the run only once a read finds nothing new or something else.
                     waiting_since = None  # it has worked since any wait seen: a later one counts from its start
-                    notified = await pause(interval)
+                    await pause(interval)
+                    log_first = True
                     continue
                 # Read the run again before deciding anything: it was read before these events, and a
                 # worker that resumed in between would look waiting still (the stream would end).
-                notified = False
+                log_first = False
                 continue
             if run is None:
-                notified = False
-                continue  # notified, and nothing new in the log: the status changed; read the run
+                log_first = False
+                continue  # the log alone had nothing new: the status may have changed; read the run
         now = time.monotonic()
         waiting = await _waits_for_a_person(run_sync, run, at_work)
         waiting_since = (waiting_since or now) if waiting else None
@@ -174,7 +177,7 @@ async def follow_run(
         if ended and run.last_event_seq <= position[0]:
             yield DONE
             return
-        notified = await pause(interval)
+        log_first = await pause(interval)
         interval = min(interval * 2, max(options.wait_poll_seconds, base)) if waiting else base
 
 

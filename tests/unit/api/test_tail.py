@@ -197,9 +197,10 @@ def test_what_a_child_raises_while_its_run_is_read_is_sent_before_the_stream_end
     assert frames == [("1.0", '{"type":"start"}'), ("2.0", dumps(card)), (None, "[DONE]")]
 
 
-def test_a_run_at_work_whose_polls_find_deltas_is_read_once_a_poll(monkeypatch: Any) -> None:
-    """Deltas never end or park a run: a poll that read the run at work and then found only deltas
-    does not read the run a second time (on DynamoDB a run read is two consistent reads)."""
+def test_while_deltas_come_a_poll_reads_the_log_alone(monkeypatch: Any) -> None:
+    """Deltas never end or park a run: a poll after a read that found only deltas reads the log
+    alone, and the run again only after something else (on DynamoDB a run read is two consistent
+    reads, a log read one)."""
     store = store_with_events([[{"type": "start"}]])
     counting = CountingStore(store)
     slept: list[float] = []
@@ -223,4 +224,42 @@ def test_a_run_at_work_whose_polls_find_deltas_is_read_once_a_poll(monkeypatch: 
     assert data[0] == '{"type":"start"}' and data[-2:] == ['{"type":"finish"}', "[DONE]"]
     assert [d for d in data if '"text-delta"' in d] == [dumps(delta(n)) for n in range(1, 7)]
     assert counting.reads["events_after"] == 8, "the start, six delta batches, the finish"
-    assert counting.reads["get_run"] == len(slept) + 3, "one read a poll; again after the start and the finish"
+    # The run: at the start, after the start event, before the first batch, after the finish.
+    assert counting.reads["get_run"] == 4, "no run read while the deltas come"
+
+
+def test_a_run_that_stops_after_its_deltas_without_an_event_ends_the_stream(monkeypatch: Any) -> None:
+    """The poll after the deltas reads the log alone; it finds nothing, so the run is read at once
+    and the stream ends on what that says (here: the run waits for a person)."""
+    store = store_with_events([[{"type": "start"}]])
+    counting = CountingStore(store)
+    slept: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) <= 2:
+            store.append_events(USER, RUN, [NewEvent(type="delta", chunks=[delta(len(slept))])], now=3)
+        elif len(slept) == 3:  # the run parks on an approval; its request was in an earlier step's log
+            store.request_approval(
+                USER,
+                RUN,
+                approvals=[],
+                tool_calls=[],
+                snapshot=SnapshotUpdate(parts=[], metadata=None, snapshot_seq=store.get_run(USER, RUN).last_event_seq),
+                checkpoint_state={},
+                event=None,
+                now=4,
+            )
+        await real_sleep(0)
+
+    monkeypatch.setattr("stepline.api.tail.asyncio.sleep", sleep)
+
+    async def collect() -> list[str]:
+        options = TailOptions(poll_seconds=0.01, max_seconds=5)  # stop_at_input: a chat's stream
+        return [f async for f in follow_run(counting, USER, RUN, options=options, clock=lambda: 2)]  # type: ignore[arg-type]
+
+    data = [e.data for f in asyncio.run(collect()) for e in SseDecoder().feed(f)]
+    assert data == ['{"type":"start"}', dumps(delta(1)), dumps(delta(2)), "[DONE]"]
+    assert len(slept) == 3, "ended at the poll after the run parked, not at the deadline"
+    assert counting.reads["events_after"] == 4, "the start, two batches, the empty read of the log alone"
