@@ -14,7 +14,8 @@ client, and the writer's appends (`PutItem`) apart. In the same run:
 - streaming, a fast model (a delta batch is written every delta window): polled, with the 150 ms
   window of before (the reference) and the 50 ms window of now, notified with the 50 ms window
   (each append notifies the stream), and notified as on AWS: the writer's notifications coalesced
-  to one a second (`CoalescingNotifier`) and the stream polling fast for that second after each
+  to one a burst (`CoalescingNotifier`: an append with none in the second before it) and the
+  stream polling fast for the second after each notification and each read that found events
   (`push_linger_seconds`), which docs/scale.md's read model counts.
 
 Figures only.
@@ -118,7 +119,7 @@ def main() -> None:
             ("streaming, polled 100 ms, a batch every 150 ms (before)", 0.15, held, False),
             ("streaming, polled 100 ms, a batch every 50 ms", 0.05, held, False),
             ("streaming, notified, a batch every 50 ms", 0.05, held, True),
-            ("streaming, notified coalesced to 1/s, fast polls (AWS)", 0.05, lingering, "coalesced"),
+            ("streaming, notified coalesced to 1 a burst, fast polls (AWS)", 0.05, lingering, "coalesced"),
         ]
         rows: dict[str, float] = {}
         cycles: dict[str, tuple[float, float]] = {}

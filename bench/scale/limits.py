@@ -123,7 +123,6 @@ RECOMMENDED_QUOTAS = replace(
     ddb_table_writes=300_000,
     ddb_table_reads=400_000,
     ddb_table_quota=400_000,
-    appsync_publish_rate=30_000,
     ssm_rate=3_000,
 )
 """The increases docs/scale.md requests for 10,000 concurrent streaming runs (the design changes are in `Design`)."""

@@ -9,8 +9,9 @@ The per-step quantities are closed forms of today's code, each unit-tested again
 (tests/unit/test_scale_sim.py):
 
 - `coalesced_publishes`: what `stepline.runtime.stream_push.CoalescingNotifier` sends for a run
-  that appends every `append_interval` seconds: the first append after a quiet `window`, the others
-  in it dropped. It does not know whether anyone subscribes, so a run nobody watches publishes too.
+  that appends every `append_interval` seconds: the first append of a burst (one with no append in
+  the `window` before it), the others dropped. The replay counts it while someone follows the run;
+  a run nobody follows notifies at its step ends only (`RunRecorder.quiet`).
 - `poll_reads_per_s`: what one stream following a streaming run reads a second
   (`stepline.api.tail.follow_run` with a subscription to a coalescing notifier): it polls every
   `poll_seconds` for `PUSH_WINDOW` after each notification, and a notification comes every
@@ -37,14 +38,13 @@ _EPSILON = 1e-9
 def coalesced_publishes(seconds: float, append_interval: float, window: float) -> int:
     """Publishes a coalescing notifier sends for appends at 0, d, 2d, … (< `seconds`), d = `append_interval`.
 
-    n = ⌈T/d⌉ appends; a send, then the next append at least `window` later: every k-th append,
-    k = ⌈w/d⌉ (1 when appends are slower than the window), so ⌈n/k⌉ sends.
+    n = ⌈T/d⌉ appends; an append is sent when none came in the `window` before it: the first only
+    when appends come faster than the window (d < w), every one when they come no faster.
     """
     if seconds <= 0:
         return 0
     appends = math.ceil(seconds / append_interval - _EPSILON)
-    every = max(1, math.ceil(window / append_interval - _EPSILON))
-    return math.ceil(appends / every)
+    return 1 if append_interval < window - _EPSILON else appends
 
 
 def poll_reads_per_s(poll_seconds: float) -> tuple[float, float]:

@@ -17,9 +17,9 @@ Each run is a sequence of events on one heap (seconds of simulated time):
 
 What happens many times a second per run (event-log appends, publishes, deliveries, stream reads)
 is a fluid (bench/scale/meters.py: each step's streaming interval spread over 1-second ticks, at
-the rates of today's code: a chat's 100 ms delta window or a headless run's 1 s, at most one Event
-API publish per run per second while watched and none per append when not, a following stream's
-fast polls); the report
+the rates of today's code: a chat's 100 ms delta window or a headless run's 1 s, one Event API
+publish per step's burst of appends while watched and none per append when not, a following
+stream's fast polls); the report
 compares every tick's demand with the tables', GSI2's shards' and the Event API's capacity
 afterwards. Throttles there are counted, not fed back into the runs (a first-order model: any is
 a design that does not hold). Seeded: one seed, one replay.

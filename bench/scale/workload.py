@@ -69,7 +69,7 @@ class Design:
     unattended_window_s: float = 1.0
     """The same for a run no chat started (`Services.unattended_delta_window`, 1 s): the headless runs."""
     push_window_s: float = 1.0
-    """`CoalescingNotifier`'s window (`PUSH_WINDOW`): at most one Event API publish per run per window."""
+    """`CoalescingNotifier`'s window (`PUSH_WINDOW`): an append publishes when the run had none in the window before it."""
     boundary_wcu_per_step: float = 7.0
     """Event-log write units a step spends outside its delta batches (boundaries, leading edges)."""
     boundary_publishes_per_step: float = 1.0
@@ -115,7 +115,7 @@ SOURCES: dict[str, str] = {
     "watchers": "assumed: 20% headless (scheduled, hooks), 75% one tab, 5% three tabs",
     "approvals": "assumed: one run in five waits once, median 60 s (lognormal, sigma 1)",
     "delta_window_s": "Services.delta_window 100 ms for a chat; Services.unattended_delta_window 1 s for a run no chat started (the headless fifth: scheduled, hooks, POST /api/runs)",
-    "publish": "stepline.runtime.stream_push.CoalescingNotifier (stepline.aws.wiring): the first append after a quiet PUSH_WINDOW (1 s) publishes, the others in it are dropped; it publishes whether or not anyone subscribes; each publish is delivered to every subscribed stream",
+    "publish": "stepline.runtime.stream_push.CoalescingNotifier (stepline.aws.wiring): an append publishes when the run had no append in the PUSH_WINDOW (1 s) before it, the others are dropped (one publish per burst); a run nobody follows notifies at its step ends only (RunRecorder.quiet); each publish is delivered to every subscribed stream",
     "wcu": "bench/event_writes.py and bench/cost.py of 2026-12-07: one conditional put per append (1 WCU under 1 KB); a step's boundaries ≈ 7 WRU (headless10's log, 111 WRU at 1 s: 40 of them 4 s of deltas a step); step end ≈ 26 WRU (steps 96 + message 96 + run 41 + checkpoints 24 over 10 steps); a tool call ≈ 5.6 WRU (50 for its 9 calls, each write one conditional put); turn start and end ≈ 30 each",
     "gsi2": "docs/data-model.md: GSI2 `RUNS#active#00..15` (stepline.aws.dynamo_items.active_run_key, a hash of the run id) keyed by heartbeat_at, rewritten at every step end and run start/end (2 units: the old index entry out, the new in)",
     "reads": "stepline.api.tail.follow_run with a coalescing notifier: a fast poll every 0.1 s while notifications come each second; while deltas come a cycle reads the log alone (one Query on EventsTable), the run only when the log has nothing new or something else: 0 AgentTable and 10 EventsTable RRU a second per watcher (bench/stream_polling.py: 0.2 GetItem and 9.9 Query a second)",

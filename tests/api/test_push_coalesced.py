@@ -1,4 +1,4 @@
-"""Coalesced notifications (`CoalescingNotifier`, as on AWS: one per run per window): with the
+"""Coalesced notifications (`CoalescingNotifier`, as on AWS: one per burst of a run's appends): with the
 fallback poll out of reach, a watcher still gets every chunk once and in order to `[DONE]`, and a
 late watcher that comes in with its last id gets exactly the rest, while the writer sent far
 fewer notifications than it made appends (the streams' linger covers the dropped ones)."""

@@ -18,7 +18,7 @@ subscription (`stepline.runtime.stream_push`), else by polling. A notification s
 log at once; without one it reads the run after `push_poll_seconds` (with a subscription) or
 `poll_seconds` (without), so a notification that never comes costs one poll interval, never an
 event. The log is the truth either way, and chunks already sent are never sent again. When the
-writers coalesce their notifications (`CoalescingNotifier`: one per run per window on AWS), a
+writers coalesce their notifications (`CoalescingNotifier`: one per burst of appends on AWS), a
 stream polls at `poll_seconds` for `push_linger_seconds` (the window) after its start, after each
 notification and after each read that found events, which covers every append a dropped
 notification stood for.

@@ -143,20 +143,23 @@ woken keeps polling for after it last heard or found something."""
 
 
 class CoalescingNotifier:
-    """At most one notification per run per `window` seconds.
+    """One notification per burst of a run's appends: the first after `window` seconds without one.
 
-    The first after a quiet window is sent at once, the others in the window are dropped (each is a
-    billed publish and delivery on AWS).
+    An append is sent when this notifier saw no append of the run in the `window` before it; the
+    others are dropped (each is a billed publish and delivery on AWS). A model streaming deltas
+    for a minute is one notification, not sixty.
 
     What keeps a stream exact and prompt is its side of the rule (`stepline.api.tail`, the linger):
     a stream polls at its fast interval for `window` seconds after its start, after each
     notification it gets and after each read that found events. An append this drops came less
-    than `window` after a sent notification, which woke every subscribed stream no earlier than it
-    was sent, so each of them is still polling fast when the append lands; a stream subscribed after
-    that notification started less than `window` before the append, and polls fast from its start.
-    So every append is read within the fast interval, a dropped notification never costs the
-    fallback poll, and the first output of a step after a quiet window is pushed as before. The
-    memory is per process, like the notifier: two writers of one run each send their own.
+    than `window` after the run's previous append. A stream subscribed since that one was polling
+    fast when it landed (it was sent and woke the stream, or was dropped and, by the same rule,
+    found by a fast poll), so the read that found it keeps the stream fast past the dropped one; a
+    stream subscribed later started less than `window` before the dropped append and polls fast
+    from its start. So every append is read within the fast interval, a dropped notification
+    never costs the fallback poll, and the first output after a quiet window is pushed at once.
+    A notification lost on the way costs one fallback poll, as before. The memory is per process,
+    like the notifier: two writers of one run each send their own.
     """
 
     def __init__(self, inner: RunNotifier, window: float = PUSH_WINDOW, clock: Callable[[], float] = time.monotonic):
@@ -164,17 +167,18 @@ class CoalescingNotifier:
         self.window = window
         self._clock = clock
         self._lock = threading.Lock()
-        self._sent: dict[tuple[str, str], float] = {}
+        self._last: dict[tuple[str, str], float] = {}
+        """When each run's last append came, sent or dropped."""
 
     def notify(self, user_id: str, run_id: str, seq: int) -> None:
         now = self._clock()
         with self._lock:
-            last = self._sent.get((user_id, run_id))
+            last = self._last.get((user_id, run_id))
+            self._last[(user_id, run_id)] = now
+            if len(self._last) > 1024:  # forget the runs that have been quiet for a window
+                self._last = {k: t for k, t in self._last.items() if now - t < self.window}
             if last is not None and now - last < self.window:
                 return
-            if len(self._sent) >= 1024:  # forget the runs that have been quiet for a window
-                self._sent = {k: t for k, t in self._sent.items() if now - t < self.window}
-            self._sent[(user_id, run_id)] = now
         self.inner.notify(user_id, run_id, seq)
 
     def subscribe(self, user_id: str, run_id: str) -> RunSubscription:

@@ -118,19 +118,21 @@ class _Counting(InProcessNotifier):
         super().notify(user_id, run_id, seq)
 
 
-def test_a_coalescing_notifier_sends_the_first_of_each_window_per_run() -> None:
+def test_a_coalescing_notifier_sends_the_first_append_of_each_burst_per_run() -> None:
     now = [100.0]
     inner = _Counting()
     coalesced = CoalescingNotifier(inner, window=1.0, clock=lambda: now[0])
-    coalesced.notify(USER, RUN, 1)  # the first after a quiet window: sent at once
+    coalesced.notify(USER, RUN, 1)  # the first: sent at once
     now[0] = 100.5
-    coalesced.notify(USER, RUN, 2)  # within the window: dropped
-    coalesced.notify(USER, "other-run", 1)  # another run has its own window
-    now[0] = 101.0
-    coalesced.notify(USER, RUN, 3)  # a window after the last sent: sent
-    now[0] = 101.9
-    coalesced.notify(USER, RUN, 4)
-    assert inner.sent == [(USER, RUN, 1), (USER, "other-run", 1), (USER, RUN, 3)]
+    coalesced.notify(USER, RUN, 2)  # half a window after the last: dropped
+    coalesced.notify(USER, "other-run", 1)  # another run has its own
+    now[0] = 101.2
+    coalesced.notify(USER, RUN, 3)  # over a window after the first sent, but 0.7 s after an append: dropped
+    now[0] = 102.1
+    coalesced.notify(USER, RUN, 4)  # 0.9 s after the last: the burst goes on, dropped
+    now[0] = 103.1
+    coalesced.notify(USER, RUN, 5)  # a quiet window before it: sent
+    assert inner.sent == [(USER, RUN, 1), (USER, "other-run", 1), (USER, RUN, 5)]
     assert coalescing_window(coalesced) == 1.0
     assert coalescing_window(inner) == 0.0 and coalescing_window(None) == 0.0
 
