@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ..store.errors import ConcurrentUpdate, StoreError
+from ..store.errors import StoreError
 from ..store.message_pages import StoredPage
 from ..store.records import (
     ApprovalRecord,
@@ -49,8 +49,8 @@ class DynamoTables(Protocol):
         """Every item of a partition whose sort key starts with `prefix` (and is at least `start`)."""
         ...
 
-    def transact(self, actions: list[dict[str, Any]]) -> None:
-        """Commit the actions in one transaction (`ConcurrentUpdate` when a condition failed)."""
+    def write(self, actions: list[dict[str, Any]]) -> None:
+        """Commit the actions at once: one a conditional put, more a transaction (`ConcurrentUpdate` when refused)."""
         ...
 
 
@@ -231,15 +231,4 @@ class DynamoUnit:
             return
         if len(actions) > 100:
             raise StoreError(f"one operation would write {len(actions)} items; DynamoDB transactions take 100")
-        if len(actions) == 1:
-            self._put(actions[0]["Put"])
-        else:
-            self._store.transact(actions)
-
-    def _put(self, put: dict[str, Any]) -> None:
-        """One conditional write; refused (its revision moved, or a transaction holds the item): run again."""
-        client = self._store.client
-        try:
-            client.put_item(**put)
-        except (client.exceptions.ConditionalCheckFailedException, client.exceptions.TransactionConflictException):
-            raise ConcurrentUpdate("another writer changed the item first") from None
+        self._store.write(actions)

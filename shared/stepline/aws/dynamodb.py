@@ -170,10 +170,21 @@ class DynamoStore(TransactionalStore, UnitReads):
                 return items
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def transact(self, actions: list[dict[str, Any]]) -> None:
+    def write(self, actions: list[dict[str, Any]]) -> None:
+        """Commit a unit's conditional puts at once; `ConcurrentUpdate` when a condition or a conflict refused.
+
+        One put is a conditional `PutItem`: as atomic as a one-item transaction, at half its write
+        units. Several are one `TransactWriteItems`.
+        """
+        client = self.client
         try:
-            self.client.transact_write_items(TransactItems=actions)
-        except self.client.exceptions.TransactionCanceledException as error:
+            if len(actions) == 1:
+                client.put_item(**actions[0]["Put"])
+            else:
+                client.transact_write_items(TransactItems=actions)
+        except (client.exceptions.ConditionalCheckFailedException, client.exceptions.TransactionConflictException):
+            raise ConcurrentUpdate("another writer changed the item first") from None
+        except client.exceptions.TransactionCanceledException as error:
             reasons = [r.get("Code") for r in error.response.get("CancellationReasons", [])]
             if "ConditionalCheckFailed" in reasons or "TransactionConflict" in reasons:
                 raise ConcurrentUpdate("another writer changed an item first") from None
