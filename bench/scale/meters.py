@@ -14,8 +14,8 @@ The per-step quantities are closed forms of today's code, each unit-tested again
   a run nobody follows notifies at its step ends only (`RunRecorder.quiet`).
 - `poll_reads_per_s`: what one stream following a streaming run reads a second
   (`stepline.api.tail.follow_run` with a subscription to a coalescing notifier): it polls every
-  `poll_seconds` for `PUSH_WINDOW` after each notification, and a notification comes every
-  `PUSH_WINDOW` while the run streams, so it polls fast the whole time. While deltas come, a poll
+  `poll_seconds` for `PUSH_WINDOW` after each notification and each read that found events, so
+  while the run streams it polls fast the whole time. While deltas come, a poll
   reads the log alone (`events_after`: one consistent `Query` on EventsTable), not the run (a delta
   batch never ends or parks a run; the run is read once the log has nothing new or something
   else): 0 AgentTable and 1 EventsTable read unit a cycle (every item read is under 4 KB).
@@ -50,7 +50,7 @@ def coalesced_publishes(seconds: float, append_interval: float, window: float) -
 def poll_reads_per_s(poll_seconds: float) -> tuple[float, float]:
     """(AgentTable, EventsTable) read units a second of one stream polling fast: 0 and 1 a cycle."""
     cycles = 1.0 / poll_seconds
-    return 0.0 * cycles, 1.0 * cycles
+    return 0.0, cycles
 
 
 def shard_of(run_id: str) -> int:

@@ -75,7 +75,7 @@ class Design:
     boundary_publishes_per_step: float = 1.0
     """Publishes a step sends outside its streaming interval (the step end after a tool), at most."""
     poll_seconds: float = 0.1
-    """A following stream's fast poll (`TailOptions.poll_seconds`), kept up while notifications come."""
+    """A following stream's fast poll (`TailOptions.poll_seconds`), kept up while its reads find events."""
     wcu_per_append: float = 1.0
     step_end_wcu: float = 26.0
     tool_wcu: float = 5.6
@@ -118,7 +118,7 @@ SOURCES: dict[str, str] = {
     "publish": "stepline.runtime.stream_push.CoalescingNotifier (stepline.aws.wiring): an append publishes when the run had no append in the PUSH_WINDOW (1 s) before it, the others are dropped (one publish per burst); a run nobody follows notifies at its step ends only (RunRecorder.quiet); each publish is delivered to every subscribed stream",
     "wcu": "bench/event_writes.py and bench/cost.py of 2026-12-07: one conditional put per append (1 WCU under 1 KB); a step's boundaries ≈ 7 WRU (headless10's log, 111 WRU at 1 s: 40 of them 4 s of deltas a step); step end ≈ 26 WRU (steps 96 + message 96 + run 41 + checkpoints 24 over 10 steps); a tool call ≈ 5.6 WRU (50 for its 9 calls, each write one conditional put); turn start and end ≈ 30 each",
     "gsi2": "docs/data-model.md: GSI2 `RUNS#active#00..15` (stepline.aws.dynamo_items.active_run_key, a hash of the run id) keyed by heartbeat_at, rewritten at every step end and run start/end (2 units: the old index entry out, the new in)",
-    "reads": "stepline.api.tail.follow_run with a coalescing notifier: a fast poll every 0.1 s while notifications come each second; while deltas come a cycle reads the log alone (one Query on EventsTable), the run only when the log has nothing new or something else: 0 AgentTable and 10 EventsTable RRU a second per watcher (bench/stream_polling.py: 0.2 GetItem and 9.9 Query a second)",
+    "reads": "stepline.api.tail.follow_run with a coalescing notifier: a fast poll every 0.1 s for a second after each notification and each read that found events; while deltas come a cycle reads the log alone (one Query on EventsTable), the run only when the log has nothing new or something else: 0 AgentTable and 10 EventsTable RRU a second per watcher (bench/stream_polling.py at the 100 ms window: 0.2 GetItem and 9.3 Query a second)",
     "handler reads": "bench/cost.py headless10 of 2026-12-07: 565 RRU in 10 steps with nobody watching, the handlers' own reads: 56 a step",
     "s3": "bench/cost.py watched10 of 2026-12-07: 27 S3 PUT (message pages, checkpoints over 8 KB) and 51 GET in 10 steps; an upper bound for short runs, whose records stay inline",
     "memory": "template.yaml: ModelStep 512 MB, StreamFunction 512 MB, small workers 256 MB",
