@@ -23,7 +23,7 @@ from typing import Any, TypeVar, cast
 
 from ..protocol._json import dumps, loads_strict
 from ..store.blobs import BlobRef
-from ..store.errors import ConcurrentUpdate, Conflict, NotFound, StoreError
+from ..store.errors import ConcurrentUpdate, Conflict, NotFound
 from ..store.message_pages import StoredPage
 from ..store.operations.common import DELTA_RETENTION_MS, event_records, live_run
 from ..store.ports import FinishRun, Page
@@ -169,26 +169,6 @@ class DynamoStore(TransactionalStore, UnitReads):
             if "LastEvaluatedKey" not in page:
                 return items
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-
-    def write(self, actions: list[dict[str, Any]]) -> None:
-        """Commit a unit's conditional puts at once; `ConcurrentUpdate` when a condition or a conflict refused.
-
-        One put is a conditional `PutItem`: as atomic as a one-item transaction, at half its write
-        units. Several are one `TransactWriteItems`.
-        """
-        client = self.client
-        try:
-            if len(actions) == 1:
-                client.put_item(**actions[0]["Put"])
-            else:
-                client.transact_write_items(TransactItems=actions)
-        except (client.exceptions.ConditionalCheckFailedException, client.exceptions.TransactionConflictException):
-            raise ConcurrentUpdate("another writer changed the item first") from None
-        except client.exceptions.TransactionCanceledException as error:
-            reasons = [r.get("Code") for r in error.response.get("CancellationReasons", [])]
-            if "ConditionalCheckFailed" in reasons or "TransactionConflict" in reasons:
-                raise ConcurrentUpdate("another writer changed an item first") from None
-            raise StoreError(f"transaction cancelled: {reasons}") from error
 
     def _do(self, operation: Callable[[DynamoUnit], T]) -> T:
         for attempt in range(MAX_ATTEMPTS):
