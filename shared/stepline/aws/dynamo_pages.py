@@ -32,11 +32,10 @@ MESSAGE_INLINE_BYTES = 8 * 1024
 The message's parts snapshot is written in the step-end transaction, 2 write units per started KB
 ($0.625 per million units, us-east-1 on-demand); inline, a step rewrites the whole message, growing
 with the run (3.7 KB at step 1 and 30 KB at step 10 of bench/cost.py's run: 428 write units for
-the message alone). In pages a step PUTs the open page (and a page it closed), a HEAD and a PUT
-each ($0.0004 and $0.005 per 1,000, whatever its size up to `PAGE_BYTES`: a PUT costs what 8 write
-units do), and the item keeps the page references. A process that has not seen a page (a cold
-function, another function's reads) GETs it ($0.0004 per 1,000) on its first read, then keeps it in
-its page cache."""
+the message alone). In pages a step PUTs the open page (and a page it closed), a PUT each
+($0.005 per 1,000, whatever its size up to `PAGE_BYTES`: what 8 write units cost), and the item
+keeps the page references. A process that has not seen a page (a cold function, another
+function's reads) GETs it ($0.0004 per 1,000) on its first read, then keeps it in its page cache."""
 
 
 class PagedRecords:

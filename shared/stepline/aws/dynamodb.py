@@ -65,8 +65,8 @@ CHECKPOINT_OFFLOAD_BYTES = 8 * 1024
 """A checkpoint's or step record's JSON above this goes to a blob, its item keeping the pointer: cheaper from ~6 KB.
 
 A checkpoint is written in the step-end transaction, 2 write units per started KB ($0.625 per
-million units, us-east-1 on-demand); a blob costs one HEAD and, for new bytes, one PUT ($0.0004 and
-$0.005 per 1,000) plus the pointer's 2 units. A checkpoint holds the conversation's model messages,
+million units, us-east-1 on-demand); a blob costs one PUT ($0.005 per 1,000) plus the pointer's 2
+units. A checkpoint holds the conversation's model messages,
 so it grows every step (17 KB at step 4 and 64 KB at step 10 of bench/cost.py's run). It is read
 only by the workers (a step's start, a fork), not by a client's stream. A step record is written in
 the same transaction; the inspector's whole request every `KEYFRAME_EVERY`th step (27 KB at step 8

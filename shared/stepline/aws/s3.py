@@ -87,16 +87,9 @@ class S3BlobStore:
         raw = hashlib.sha256(data).digest()
         digest = raw.hex()
         ref = BlobRef(key=blob_key(user_id, digest, kind=kind), sha256=digest, size=len(data), media_type=media_type)
-        # The key is the content's hash, so an object already there with the same length and the
-        # hash we record in its metadata holds these bytes: skip the upload (idempotent, and cheap
-        # for retried writers). Anything else (missing, or written by someone else) is rewritten.
-        head = self._head(ref.key)
-        if (
-            head is not None
-            and head.get("ContentLength") == ref.size
-            and head.get("Metadata", {}).get("sha256") == digest
-        ):
-            return ref
+        # The key is the content's hash: a PUT of bytes already there writes the same bytes again.
+        # One request, where a HEAD first to skip a repeat would add a round trip (and 1/12 of a
+        # PUT's price) to every write: bench/cost.py's runs never found the object there.
         self._put(ref.key, data, media_type, raw)
         return ref
 
@@ -162,16 +155,6 @@ class S3BlobStore:
             )
         except ClientError as error:
             raise _store_error(error, key) from error
-
-    def _head(self, key: str) -> dict[str, Any] | None:
-        try:
-            head: dict[str, Any] = self._client.head_object(Bucket=self.bucket, Key=key)
-        except ClientError as error:
-            mapped = _store_error(error, key)
-            if isinstance(mapped, NotFound):
-                return None
-            raise mapped from error
-        return head
 
     def _iter_keys(self, prefix: str) -> Iterator[str]:
         paginator = self._client.get_paginator("list_objects_v2")

@@ -9,8 +9,12 @@ later checkpoint, and a write stores only the pages whose digest is not known st
 the checkpoint before it, or ones this process wrote). The pages of the run's last checkpoint this
 process wrote or read (`PageCache.note`) are compared with the records instead of serialized: a
 full page whose records are unchanged is kept as it is, so a checkpoint serializes and hashes only
-its last page's records and the new ones, not the run's whole past. The rest of the state (the
-messages the next request sends, the pending approvals, the usage) is stored as before.
+its last page's records and the new ones, not the run's whole past. The open last page (under
+`PAGE_BYTES`, so changed by every step) is not a page of its own: its records stay in the state's
+`steps`, after the records of `stepPages`, and are stored with the rest of the state (the messages
+the next request sends, the pending approvals, the usage). A step end so writes one object, not
+two: on DynamoDB the checkpoint, over 8 KB a blob in S3 anyway, carries its newest records, and
+only a page that a step closes is PUT besides it (an S3 PUT costs what 8 write units do).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from ..protocol._json import dumps
-from .message_pages import STEP_PAGES_KEY, PageCache, StoredPage, decode_pages, page_bytes, plan_pages
+from .message_pages import PAGE_BYTES, STEP_PAGES_KEY, PageCache, StoredPage, decode_pages, page_bytes, plan_pages
 from .records import CheckpointRecord
 
 __all__ = ["checkpoint_json", "load_checkpoint", "step_page_digests"]
@@ -40,18 +44,22 @@ def checkpoint_json(
         return dumps(record.model_dump(mode="json"))
     # the run's previous checkpoint's full pages that this one begins with are kept, not serialized again
     plan = plan_pages(records, cache.noted(record.user_id, record.run_id), known)
-    if plan is None:
+    closed = [page for page in plan.pages if page.size >= PAGE_BYTES] if plan is not None else []
+    if plan is None or not closed:
         return dumps(record.model_dump(mode="json"))
-    written = known | {page.digest for page, _ in plan.new}
+    digests = {page.digest for page in closed}
+    fresh = [(page, data) for page, data in plan.new if page.digest in digests]
+    written = known | {page.digest for page, _ in fresh}
     # a remembered page is stored unless its checkpoint's write failed: one not known stored is written too
-    again = [(page, page_bytes(page.parts)) for page in plan.pages if page.digest not in written]
-    for page, data in [*plan.new, *again]:
+    again = [(page, page_bytes(page.parts)) for page in closed if page.digest not in written]
+    for page, data in [*fresh, *again]:
         write(page, data)
-    for page in plan.pages:
+    for page in closed:
         cache.add(record.user_id, page)
-    cache.note(record.user_id, record.run_id, plan.pages)
+    cache.note(record.user_id, record.run_id, closed)
     fields = record.model_dump(mode="json", exclude={"state"})
-    state = {**record.state, "steps": [], STEP_PAGES_KEY: [page.ref() for page in plan.pages]}
+    tail = records[sum(len(page.parts) for page in closed) :]  # the open page's records, stored with the state
+    state = {**record.state, "steps": tail, STEP_PAGES_KEY: [page.ref() for page in closed]}
     return dumps({**fields, "state": state})
 
 
@@ -71,6 +79,8 @@ def load_checkpoint(data: dict[str, Any], cache: PageCache, load: Callable[[str,
         return CheckpointRecord.model_validate(data)
     restored = dict(cast(dict[str, Any], state))
     user_id = str(data["user_id"])
-    restored["steps"], pages = decode_pages(user_id, restored.pop(STEP_PAGES_KEY), cache, load)
+    paged, pages = decode_pages(user_id, restored.pop(STEP_PAGES_KEY), cache, load)
+    tail: object = restored.get("steps")
+    restored["steps"] = paged + (cast(list[Any], tail) if isinstance(tail, list) else [])
     cache.note(user_id, str(data["run_id"]), pages)
     return CheckpointRecord.model_validate({**data, "state": restored})

@@ -22,7 +22,7 @@ from stepline.protocol._json import dumps as json_dumps
 from stepline.store import message_pages
 from stepline.store import sqlite as sqlite_module
 from stepline.store.blobs import BlobIntegrityError, MemoryBlobStore
-from stepline.store.checkpoint_pages import checkpoint_json
+from stepline.store.checkpoint_pages import checkpoint_json, load_checkpoint
 from stepline.store.message_pages import PAGE_BYTES, STEP_PAGES_KEY, PageCache, StoredPage, plan_pages
 from stepline.store.records import CheckpointRecord, MessageRecord
 from stepline.store.sqlite import SqliteStore
@@ -266,9 +266,37 @@ def test_a_checkpoint_keeps_the_previous_ones_full_step_pages_without_serializin
     )
     step_records = [v for v in serialized if isinstance(v, dict) and "preview" in v]
     assert len(step_records) <= 4, len(step_records)  # the open page's records and the new one, not all 31
-    assert _refs(second)[:-1] == _refs(first)[:-1] and set(again) == {_refs(second)[-1]}
-    pages = [json.loads({**written, **again}[digest]) for digest in _refs(second)]
-    assert [r for page in pages for r in page] == _checkpoint(31, 2).state["steps"]
+    kept = _refs(first)
+    assert kept and _refs(second)[: len(kept)] == kept  # the full pages, neither serialized nor written again
+    assert set(again) == set(_refs(second)) - set(kept)  # only a page the new record closed is written
+    assert _restored(second, {**written, **again}) == _checkpoint(31, 2).state["steps"]
+
+
+def _restored(body: str, stored: dict[str, bytes]) -> list[Any]:
+    """The step records of a checkpoint's JSON, read back by a process that has seen none of its pages."""
+    return load_checkpoint(json.loads(body), PageCache(), lambda digest, _: stored[digest]).state["steps"]
+
+
+def test_a_step_end_writes_a_step_page_only_when_it_closes_one() -> None:
+    # The open last page changes at every step: written as a page of its own, every step end PUT
+    # two objects on DynamoDB (the checkpoint, over 8 KB a blob anyway, and that page). Its records
+    # ride in the checkpoint's own JSON, so the pages written are exactly the pages closed.
+    cache = PageCache()
+    written: dict[str, bytes] = {}
+    writes = 0
+    known: frozenset[str] = frozenset()
+    refs: list[str] = []
+    for steps in range(1, 61):
+        before = len(written)
+        body = checkpoint_json(
+            _checkpoint(steps, steps), lambda page, data: written.update({page.digest: data}), known, cache
+        )
+        writes += len(written) - before
+        refs = _refs(body) if STEP_PAGES_KEY in json.loads(body)["state"] else []
+        assert all(len(written[digest]) >= PAGE_BYTES for digest in refs)  # no open page among them
+        assert _restored(body, written) == _checkpoint(steps, steps).state["steps"]
+        known = frozenset(refs)
+    assert writes == len(refs) >= 2, (writes, len(refs))  # each closed page written once, nothing else
 
 
 def test_a_remembered_page_not_known_stored_is_written_again() -> None:
@@ -279,9 +307,8 @@ def test_a_remembered_page_not_known_stored_is_written_again() -> None:
     second = checkpoint_json(
         _checkpoint(31, 1), lambda page, data: written.update({page.digest: data}), frozenset(), cache
     )
-    assert set(_refs(second)) <= set(written)
-    pages = [json.loads(written[digest]) for digest in _refs(second)]
-    assert [r for page in pages for r in page] == _checkpoint(31, 1).state["steps"]
+    assert _refs(second) and set(_refs(second)) <= set(written)
+    assert _restored(second, written) == _checkpoint(31, 1).state["steps"]
 
 
 def test_a_paged_message_item_leaves_out_the_content_its_pages_give_back(monkeypatch: pytest.MonkeyPatch) -> None:
