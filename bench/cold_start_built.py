@@ -16,9 +16,12 @@ from the runtime folder. Median of R samples (5 by default), taken in rounds tha
 once, so load drift weighs on every row alike; `cpu` is the median of the process's user + system
 time (less sensitive than wall time to a busy machine). The ratio is total / boto3's; the target
 is ≤ 2. `--also OTHER_BUILD` adds the same rows for another build (before a change) to the rounds.
-`--at-memory` also samples each function, in the same rounds, in a cgroup limited to Lambda's CPU
-share of its template MemorySize (`cpu_share.py`, root needed): an upper bound, since how Lambda
-meters CPU during init is not documented.
+The `(floor …)` rows import and build only what a function of that kind cannot do without
+(boto3 and its DynamoDB client, pydantic, the provider's SDK, FastAPI), nothing of Stepline's: what
+is left of the 2× target for Stepline's own code is 2 × boto3 minus the floor. `--at-memory`
+also samples each function, in the same rounds, in a cgroup limited to Lambda's CPU share of its
+template MemorySize (`cpu_share.py`, root needed): an upper bound, since how Lambda meters CPU
+during init is not documented.
 """
 
 from __future__ import annotations
@@ -52,6 +55,19 @@ kind, entry = sys.argv[1:3]
 sys.path[:0] = sys.argv[3:]
 if kind == "boto3":
     import boto3
+elif kind.startswith("floor"):  # what every function of its kind must import and build, nothing of Stepline's
+    import boto3
+    boto3.client("dynamodb")
+    import pydantic
+    class Floor(pydantic.BaseModel):
+        value: int
+    Floor(value=1)
+    if kind == "floor_openai":
+        import openai
+        openai.OpenAI(api_key="floor")
+    elif kind == "floor_fastapi":
+        import fastapi
+        fastapi.FastAPI()
 else:
     __import__(entry)
 imported = time.perf_counter()
@@ -88,7 +104,7 @@ def _entry(folder: Path, kind: str) -> str:
 
 
 def _sample(python: str, kind: str, paths: list[str], env: dict[str, str], mb: int | None = None) -> dict[str, float]:
-    entry = _entry(Path(paths[0]), kind) if kind != "boto3" else "-"
+    entry = "-" if kind == "boto3" or kind.startswith("floor") else _entry(Path(paths[0]), kind)
     with contextlib.ExitStack() as stack:
         join = None if mb is None else stack.enter_context(cpu_quota(mb))
         out = subprocess.run(
@@ -111,6 +127,21 @@ def _rows(build: Path, runtime: Path, suffix: str) -> list[tuple[str, str, list[
     ]
 
 
+def _floors(build: Path, runtime: Path) -> list[tuple[str, str, list[str]]]:
+    """Reference rows: what a function must import and build before any code of Stepline's runs.
+
+    A worker makes a DynamoDB client and validates with pydantic; the model step also imports and
+    builds the provider's SDK (the openai SDK here, the model of the run's environment); the API
+    and stream functions import FastAPI (from their own folder, as the template packages it).
+    """
+    layer, folder = str(build / "SharedLayer" / "python"), str(build / "ApiFunction")
+    return [
+        ("(floor: boto3, DynamoDB client, pydantic)", "floor", [layer, str(runtime)]),
+        ("(floor + the openai SDK and client)", "floor_openai", [layer, str(runtime)]),
+        ("(floor + FastAPI)", "floor_fastapi", [folder, layer, str(runtime)]),
+    ]
+
+
 def run_built(
     build: Path,
     runtime: Path,
@@ -124,7 +155,7 @@ def run_built(
 
     With `memory` (MB by function), each function is also sampled at Lambda's CPU share of its size.
     """
-    rows = [("(import boto3)", "boto3", [str(runtime)]), *_rows(build, runtime, "")]
+    rows = [("(import boto3)", "boto3", [str(runtime)]), *_floors(build, runtime), *_rows(build, runtime, "")]
     rows += _rows(also, runtime, " (--also)") if also is not None else []
     bytecode = sum(1 for _ in (build / "SharedLayer" / "python").rglob("*.cpython-313.pyc"))
     clean = {"PATH": os.environ.get("PATH", ""), **env}
@@ -150,7 +181,7 @@ def run_built(
         print("at MB: total seconds with the process at Lambda's CPU share of the function's MemorySize")
         print("(bench/cpu_share.py: a cgroup CPU quota of MB/1769 CPUs in 10 ms periods; the strict reading)")
     print(
-        f"{'function':<35} {'import':>7} {'init':>7} {'total':>7} {'× boto3':>8} {'cpu':>6} {'× cpu':>6} {'modules':>8}"
+        f"{'function':<42} {'import':>7} {'init':>7} {'total':>7} {'× boto3':>8} {'cpu':>6} {'× cpu':>6} {'modules':>8}"
         + (f" {'at MB':>14}" if memory is not None else "")
     )
     for (label, _, _), m, mb, at in zip(rows, medians, sizes, shared, strict=True):
@@ -158,6 +189,6 @@ def run_built(
         cpu_ratio = m["cpu"] / medians[0]["cpu"]
         share = f" {statistics.median(at):>7.3f} @{mb:>5}" if mb is not None and at else ""
         print(
-            f"{label:<35} {m['import']:>7.3f} {m['init']:>7.3f} {total:>7.3f} {total / reference:>8.2f}"
+            f"{label:<42} {m['import']:>7.3f} {m['init']:>7.3f} {total:>7.3f} {total / reference:>8.2f}"
             f" {m['cpu']:>6.3f} {cpu_ratio:>6.2f} {m['modules']:>8.0f}{share}"
         )
