@@ -86,8 +86,8 @@ class Design:
     end_wcu: float = 30.0
     step_start_rcu: float = 56.0
     """AgentTable read units of a step's handlers (run, checkpoint, message, steps, tool calls, the API's)."""
-    s3_puts_per_step: float = 2.7
-    s3_gets_per_step: float = 5.1
+    s3_puts_per_step: float = 2.0
+    s3_gets_per_step: float = 2.5
     model_step_gb: float = 0.5
     stream_gb: float = 0.5
     small_gb: float = 0.25
@@ -120,7 +120,7 @@ SOURCES: dict[str, str] = {
     "gsi2": "docs/data-model.md: GSI2 `RUNS#active#00..15` (stepline.aws.dynamo_items.active_run_key, a hash of the run id) keyed by heartbeat_at, rewritten at every step end and run start/end (2 units: the old index entry out, the new in)",
     "reads": "stepline.api.tail.follow_run with a coalescing notifier: a fast poll every 0.1 s for a second after each notification and each read that found events; while deltas come a cycle reads the log alone (one Query on EventsTable), the run only when the log has nothing new or something else: 0 AgentTable and 10 EventsTable RRU a second per watcher (bench/stream_polling.py at the 100 ms window: 0.2 GetItem and 9.3 Query a second)",
     "handler reads": "bench/cost.py headless10 of 2026-12-07: 565 RRU in 10 steps with nobody watching, the handlers' own reads: 56 a step",
-    "s3": "bench/cost.py watched10 of 2026-12-07: 27 S3 PUT (message pages, checkpoints over 8 KB) and 51 GET in 10 steps; an upper bound for short runs, whose records stay inline",
+    "s3": "bench/cost.py watched10 of 2026-12-07, after the open step page rode in the checkpoint and the HEADs went: 20 S3 PUT (message pages, checkpoints over 8 KB) and 25 GET in 10 steps; an upper bound for short runs, whose records stay inline",
     "memory": "template.yaml: ModelStep 512 MB, StreamFunction 512 MB, small workers 256 MB",
     "cold": "bench/cold_start.py: model_step 1.5 s, api/stream 1.4 s, small workers 0.7 s (loaded 2-core machine: an upper bound)",
 }
