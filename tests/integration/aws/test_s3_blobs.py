@@ -159,16 +159,14 @@ def test_objects_are_written_encrypted_with_their_hash_and_media_type(aws: Any, 
     assert head["ContentLength"] == 7
 
 
-def test_a_second_put_of_the_same_content_does_not_upload_again(aws: Any, s3: S3BlobStore) -> None:
+def test_a_put_is_one_request_and_a_repeat_keeps_the_same_bytes(aws: Any, s3: S3BlobStore) -> None:
     calls: list[str] = []
-
-    def count(**_: Any) -> None:
-        calls.append("put")
-
-    aws.meta.events.register("before-call.s3.PutObject", count)
-    s3.put("u1", b"same")
-    s3.put("u1", b"same")
-    assert calls == ["put"]
+    aws.meta.events.register("before-call.s3.PutObject", lambda **_: calls.append("put"))  # pyright: ignore[reportUnknownLambdaType]
+    aws.meta.events.register("before-call.s3.HeadObject", lambda **_: calls.append("head"))  # pyright: ignore[reportUnknownLambdaType]
+    first = s3.put("u1", b"same")
+    second = s3.put("u1", b"same")
+    assert calls == ["put", "put"]  # no HEAD before a PUT: content-addressed, a repeat rewrites the same bytes
+    assert first == second and s3.get(second) == b"same"
 
 
 def test_a_presigned_link_names_the_key_and_expiry_and_serves_the_object(s3: S3BlobStore) -> None:
