@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from ..protocol._json import dumps
-from .message_pages import PAGE_BYTES, STEP_PAGES_KEY, PageCache, StoredPage, decode_pages, page_bytes, plan_pages
+from .message_pages import STEP_PAGES_KEY, PageCache, StoredPage, decode_pages, page_bytes, plan_pages
 from .records import CheckpointRecord
 
 __all__ = ["checkpoint_json", "load_checkpoint", "step_page_digests"]
@@ -43,23 +43,20 @@ def checkpoint_json(
     if not records or len(records) != len(listed):
         return dumps(record.model_dump(mode="json"))
     # the run's previous checkpoint's full pages that this one begins with are kept, not serialized again
-    plan = plan_pages(records, cache.noted(record.user_id, record.run_id), known)
-    closed = [page for page in plan.pages if page.size >= PAGE_BYTES] if plan is not None else []
-    if plan is None or not closed:
+    plan = plan_pages(records, cache.noted(record.user_id, record.run_id), known, full_only=True)
+    if plan is None:
         return dumps(record.model_dump(mode="json"))
-    digests = {page.digest for page in closed}
-    fresh = [(page, data) for page, data in plan.new if page.digest in digests]
-    written = known | {page.digest for page, _ in fresh}
+    written = known | {page.digest for page, _ in plan.new}
     # a remembered page is stored unless its checkpoint's write failed: one not known stored is written too
-    again = [(page, page_bytes(page.parts)) for page in closed if page.digest not in written]
-    for page, data in [*fresh, *again]:
+    again = [(page, page_bytes(page.parts)) for page in plan.pages if page.digest not in written]
+    for page, data in [*plan.new, *again]:
         write(page, data)
-    for page in closed:
+    for page in plan.pages:
         cache.add(record.user_id, page)
-    cache.note(record.user_id, record.run_id, closed)
+    cache.note(record.user_id, record.run_id, plan.pages)
     fields = record.model_dump(mode="json", exclude={"state"})
-    tail = records[sum(len(page.parts) for page in closed) :]  # the open page's records, stored with the state
-    state = {**record.state, "steps": tail, STEP_PAGES_KEY: [page.ref() for page in closed]}
+    tail = records[sum(len(page.parts) for page in plan.pages) :]  # the open page's records, kept with the state
+    state = {**record.state, "steps": tail, STEP_PAGES_KEY: [page.ref() for page in plan.pages]}
     return dumps({**fields, "state": state})
 
 

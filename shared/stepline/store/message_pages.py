@@ -96,11 +96,14 @@ def plan_pages(
     known: frozenset[str] = frozenset(),
     *,
     inline_bytes: int = PAGE_BYTES,
+    full_only: bool = False,
 ) -> PagePlan | None:
     """The pages for `parts`, keeping the full pages of `read` they begin with; None: keep them inline.
 
     `known`: digests of pages known stored (not to be written again) besides the ones in `read`.
     `inline_bytes`: below it, parts neither read in pages nor known stay inline (at most `PAGE_BYTES`).
+    `full_only`: the parts after the last full page are not made a page (neither hashed nor
+    copied): the caller stores them inline, after the pages' parts.
     """
     pages: list[StoredPage] = []
     placed = 0
@@ -131,8 +134,10 @@ def plan_pages(
         if size >= PAGE_BYTES:
             close()
             group, chunks, size = [], [], 0
-    if group:
+    if group and not full_only:
         close()
+    if full_only:
+        return PagePlan(pages, new) if pages else None
     if not read and not known and (not pages or (len(pages) == 1 and pages[0].size < inline_bytes)):
         return None
     return PagePlan(pages, new)
