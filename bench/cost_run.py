@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import uvicorn
 
-from bench.cost_meter import DynamoMeter, Usage
+from bench.cost_meter import DynamoMeter, Usage, metering
 from bench.cost_prices import Bill
 from stepline.local.workflow import LocalWorkflow
 from stepline.runtime.handling import Handler, logical_name
@@ -37,6 +37,26 @@ class CountingNotifier(InProcessNotifier):
         super().notify(user_id, run_id, seq)
 
 
+BILLED_DYNAMODB = frozenset(
+    {
+        "GetItem",
+        "BatchGetItem",
+        "Query",
+        "Scan",
+        "TransactGetItems",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "BatchWriteItem",
+        "TransactWriteItems",
+        "ExecuteStatement",
+        "BatchExecuteStatement",
+        "ExecuteTransaction",
+    }
+)
+"""DynamoDB's data-plane operations, each billed in request units (creating the tables is not)."""
+
+
 class Observed:
     """Everything counted of a run outside the DynamoDB meter."""
 
@@ -51,6 +71,8 @@ class Observed:
         self.api_requests = 0
         self.stream_seconds = 0.0
         self.s3: Counter[str] = Counter()
+        self.unmetered_dynamodb: Counter[str] = Counter()
+        """Billed DynamoDB requests that went around the meter, by operation (none in a sound run)."""
         self.wait_usage = Usage()
         """What the sampled wait added (counted and scaled), apart from the rest of the run."""
         self.wait_operations = 0
@@ -77,19 +99,23 @@ class Observed:
             totals[2] += in_store
 
     @contextmanager
-    def s3_hook(self) -> Generator[None]:
-        """Count the S3 requests of every client (botocore's API call, patched for the duration).
+    def api_hook(self) -> Generator[None]:
+        """Count the S3 requests of every client, and the DynamoDB ones no meter saw (botocore's API
+        call, patched for the duration).
 
         Not a hook on boto3's default session: `mock_aws` swaps that session for its own, so the
         clients the backend creates would not see it (the S3 requests were counted as 0)."""
         from botocore.client import BaseClient
 
         original: Any = getattr(BaseClient, "_make_api_call")  # noqa: B009 - botocore's one entry for every call
-        counts = self.s3
+        s3, unmetered = self.s3, self.unmetered_dynamodb
 
         def counted(client: Any, operation: str, params: Any) -> Any:
-            if client.meta.service_model.service_name == "s3":
-                counts[operation] += 1
+            service = client.meta.service_model.service_name
+            if service == "s3":
+                s3[operation] += 1
+            elif service == "dynamodb" and operation in BILLED_DYNAMODB and not metering():
+                unmetered[operation] += 1
             return original(client, operation, params)
 
         setattr(BaseClient, "_make_api_call", counted)  # noqa: B010 - the bench's meter on every client

@@ -152,3 +152,34 @@ def test_a_sampled_interval_scales_every_meter() -> None:
         10,
         20,
     )
+
+
+def test_the_hook_counts_every_billed_request_that_went_around_the_meter(meter: DynamoMeter) -> None:
+    # How 80 counter updates a run once went unbilled: a part of the store kept the client it was
+    # built with when the bench wrapped another. The bench now fails on any such request.
+    from bench.cost_run import Observed
+
+    observed = Observed()
+    raw: Any = getattr(meter, "_client")  # noqa: B009 - the client the meter wraps, used around it on purpose
+    with observed.api_hook():
+        meter.put_item(TableName=TABLE, Item=item("a", 10))
+        meter.update_item(
+            TableName=TABLE,
+            Key={"pk": {"S": "a"}},
+            UpdateExpression="SET n = :n",
+            ExpressionAttributeValues={":n": {"N": "1"}},
+        )  # its own read of the item after the update (not billed) is the meter's too
+        assert not observed.unmetered_dynamodb
+        raw.update_item(
+            TableName=TABLE,
+            Key={"pk": {"S": "a"}},
+            UpdateExpression="SET n = :n",
+            ExpressionAttributeValues={":n": {"N": "2"}},
+        )
+        list(
+            meter.get_paginator("query").paginate(  # a paginator is the client's own: around the meter
+                TableName=TABLE, KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "a"}}
+            )
+        )
+        raw.describe_table(TableName=TABLE)  # not billed in request units: not counted
+    assert observed.unmetered_dynamodb == {"UpdateItem": 1, "Query": 1}
