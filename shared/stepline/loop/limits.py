@@ -94,6 +94,11 @@ class Limits(BaseModel):
         return any(self.value(name) is not None for name in LIMIT_NAMES if not name.startswith("run_"))
 
     @property
+    def tenant(self) -> bool:
+        """Whether a tenant spending limit is set (the tenant's counters are then kept)."""
+        return any(self.value(name) is not None for name in LIMIT_NAMES if name.startswith("tenant_"))
+
+    @property
     def rates(self) -> bool:
         """Whether a request rate limit is set (each request then counts on the shared counters)."""
         return self.user_requests_per_minute is not None or self.tenant_requests_per_minute is not None

@@ -1,9 +1,12 @@
 """The user's and tenant's budgets over the store's usage counters: the loop's `BudgetGate`.
 
-Every model call counts on four counters: the user's day and month, the tenant's day and month
-(UTC). With a user or tenant limit set, the call first reserves its worst case on all four, each
-counter with a limit refusing when the reservation would take it past that limit; after the call
-its usage replaces the reservation. Without one, nothing is reserved and the usage is only added.
+Every model call counts on the user's day and month counters (UTC), and on the tenant's day and
+month when the deployment has a tenant limit (in `STEPLINE_LIMITS` or in any of its agents'):
+nothing reads a tenant's counters but its limits, and without one they would be one item that
+every call of the deployment's default tenant writes, a hot key at scale (docs/scale.md). With a
+user or tenant limit set, the call first reserves its worst case on those counters, each counter
+with a limit refusing when the reservation would take it past that limit; after the call its usage
+replaces the reservation. Without one, nothing is reserved and the usage is only added.
 
 The tenant is a claim of the run's identity (`STEPLINE_TENANT_CLAIM`, such as `org_id` or
 `custom:tenant`); unset, or a caller whose token lacks the claim, counts in the one tenant
@@ -84,15 +87,21 @@ class CounterGate:
     agent: str | None
     clock: Callable[[], int]
     tree: RunTree | None = field(default=None)
+    count_tenant: bool = True
+    """Whether the tenant's counters count calls without a tenant limit of the call's own (the
+    deployment has one elsewhere: `Services.counts_tenants`). A call under a tenant limit always does."""
 
-    def keys(self) -> list[CounterKey]:
+    def keys(self, limits: Limits | None = None) -> list[CounterKey]:
+        """The counters a call counts on: the user's day and month, then the tenant's (see `count_tenant`)."""
         now = self.clock()
-        return [*period_keys("user", self.user_id, now), *period_keys("tenant", self.tenant, now)]
+        user = period_keys("user", self.user_id, now)
+        tenant = self.count_tenant or (limits is not None and limits.tenant)
+        return [*user, *period_keys("tenant", self.tenant, now)] if tenant else [*user]
 
     def reserve(
         self, estimate: CallEstimate, limits: Limits, raised: Mapping[str, float] | None = None
     ) -> Reservation | BudgetStop:
-        keys = self.keys()
+        keys = self.keys(limits)
         tree = self._tree_ceiling(limits, raised or {})
         if tree is not None and tree.nano_usd is not None and estimate.usd is None:
             return BudgetStop("run_usd", tree.nano_usd / NANO, 0, 0, tree=True)  # its cost cannot be bounded
@@ -103,7 +112,7 @@ class CounterGate:
                 return _stop(refused, self.counters.read(refused.key), estimate)
             return _Held(self.counters, keys, (0, 0), self.agent, **on_tree)
         ceilings: list[Ceiling] = []
-        for key, (name, (token_limit, usd_limit)) in zip(keys, _CEILINGS.items(), strict=True):
+        for key, (name, (token_limit, usd_limit)) in zip(keys, _CEILINGS.items(), strict=False):
             tokens, usd = limits.value(token_limit), limits.value(usd_limit)
             if usd is not None and estimate.usd is None:  # a USD budget over a model without a price
                 return BudgetStop(usd_limit, usd, 0, 0)

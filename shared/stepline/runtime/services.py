@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..agent.definition import Agent, ModelResolver
+from ..agent.delegation import delegates_of
 from ..agent.loading import AgentSet
 from ..llm.base import LanguageModel
 from ..llm.registry import DEMO_BOOK, resolve_with_timeout
@@ -145,6 +146,12 @@ class Services:
         )
         self.agent_set = AgentSet.single(agent)
 
+    def counts_tenants(self) -> bool:
+        """Whether the deployment has a tenant limit: in its own limits or any agent's, sub-agents
+        included. Only then do calls count on their tenant's counters (`runtime.budget_gate`)."""
+        agents = [*self.agent_set.agents.values(), *delegates_of(self.agent_set.agents.values()).values()]
+        return any(limits is not None and limits.tenant for limits in [self.limits, *(a.limits for a in agents)])
+
     def agent(self, name: str | None) -> Agent:
         """The agent called `name` (None: the default); `UnknownAgentError` when there is none."""
         return self.agent_set.get(name)
@@ -197,7 +204,9 @@ class Services:
         traced = self.telemetry.loop_options() if self.telemetry is not None and agent.tracer is None else {}
         claims = context.claims if isinstance(context, RunContext) else None
         tenant = tenant_of(claims, self.tenant_claim)
-        gate = CounterGate(self.store.counters, user_id, tenant, agent.name, self.clock, tree)
+        gate = CounterGate(
+            self.store.counters, user_id, tenant, agent.name, self.clock, tree, count_tenant=self.counts_tenants()
+        )
         return await agent.loop_config(
             **traced,
             inspect=self.inspect,

@@ -19,8 +19,11 @@ from stepline.llm.scripted import ScriptedModel
 from stepline.local.dev import DevConfig, DevConfigError
 from stepline.loop.limits import LIMIT_NAMES, Limits
 from stepline.loop.prices import PriceTable
+from stepline.agent.loading import AgentSet
+from stepline.runtime.budget_gate import CounterGate
+from stepline.runtime.services import Services
 from stepline.store.memory import MemoryStore
-from stepline.store.usage_counters import period_keys
+from stepline.store.usage_counters import MemoryCounters, period_keys
 from stepline.testing import Harness, TurnResult, call, scripted_model, step, text
 
 NOW = 1_764_633_600_000  # 2025-12-02T00:00:00Z
@@ -175,6 +178,43 @@ def test_the_tenant_comes_from_the_configured_claim() -> None:
     tenant_day, _ = period_keys("tenant", "acme", NOW)
     assert store.counters.read(tenant_day).tokens == 2200
     assert store.counters.read(period_keys("tenant", "globex", NOW)[0]).tokens == 2200
+
+
+def test_a_tenant_is_counted_only_in_a_deployment_with_a_tenant_limit() -> None:
+    # Nothing reads a tenant's counters but its limits. Without one they would be one item that
+    # every call of the deployment's default tenant writes: a hot key, and four writes a call.
+    store = MemoryStore()
+    user_day, _ = period_keys("user", "test-user", NOW)
+    tenant_day, tenant_month = period_keys("tenant", "default", NOW)
+    plain = BudgetHarness(_agent(_looping_model(1)), store=store, clock=lambda: NOW)
+    _run(plain.agent, plain)
+    assert store.counters.read(user_day).tokens == 2200
+    assert store.counters.read(tenant_day).calls == 0 == store.counters.read(tenant_month).calls
+    assert store.counters.agents(tenant_day) == {}
+    # A tenant limit in the deployment: every call counts on its tenant's counters again.
+    limited = BudgetHarness(_agent(_looping_model(1)), store=store, clock=lambda: NOW)
+    limited.deployment_limits = Limits(tenant_month_tokens=10**9)
+    _run(limited.agent, limited)
+    assert store.counters.read(user_day).tokens == 4400
+    assert store.counters.read(tenant_day).tokens == 2200 == store.counters.read(tenant_month).tokens
+
+
+def test_any_agents_tenant_limit_makes_every_call_count_on_the_tenant() -> None:
+    # A tenant limit of one agent is over the whole tenant's spending, the other agents' calls too.
+    model = _looping_model(0)
+    helper = Agent(name="helper", model=model, limits={"tenant_day_tokens": 10**9})
+    lead = Agent(name="lead", model=model, tools=[helper.as_tool(description="Helps.")])
+    with_limit = Services(store=MemoryStore(), agents=AgentSet.single(lead))
+    assert with_limit.counts_tenants()  # a sub-agent's limit counts
+    assert not Services(store=MemoryStore(), agents=AgentSet.single(Agent(name="solo", model=model))).counts_tenants()
+    assert Services(store=MemoryStore(), model=model, limits=Limits(tenant_day_usd=1.0)).counts_tenants()
+    # A call under a tenant limit of its own reserves on the tenant even where the gate counts none.
+    gate = CounterGate(MemoryCounters(), "ann", "acme", "solo", lambda: NOW, count_tenant=False)
+    assert gate.keys() == list(period_keys("user", "ann", NOW))
+    assert gate.keys(Limits(tenant_day_tokens=5)) == [
+        *period_keys("user", "ann", NOW),
+        *period_keys("tenant", "acme", NOW),
+    ]
 
 
 def test_usage_is_counted_per_agent_without_any_limit() -> None:
