@@ -64,7 +64,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.cost_drive import SHAPES, WAIT_SECONDS, Shape, drive
+from bench.cost_drive import SHAPES, USER_ID, WAIT_SECONDS, Shape, drive
 from bench.cost_meter import DynamoMeter, Index
 from bench.cost_prices import PRICES, PRICES_DATE, Bill
 from bench.cost_run import CountingNotifier, CpuTimedClient, Observed, serving, wrap_timed
@@ -188,7 +188,7 @@ def measure(shape: Shape, args: argparse.Namespace) -> Bill:
         serialized._client = CpuTimedClient(meter, observed)
         services.stream_push = push_of(observed.notifier)
         watchers_on_dynamo(services, store.client)
-        app = create_app(services, DevTokens(), ApiOptions())
+        app = create_app(services, DevTokens(default_user=USER_ID), ApiOptions())
         server_cpu: list[float] = []
         with serving(app, server_cpu) as url, httpx.Client(base_url=url, timeout=120) as client:
             run_id = drive(shape, client, services, observed, meter, args.wait_sample)

@@ -12,7 +12,6 @@ import httpx
 
 from bench.cost_meter import DynamoMeter
 from bench.cost_run import Observed
-from stepline.api.identity import DEFAULT_LOCAL_USER
 from stepline.protocol.chunks import parse_chunk
 from stepline.protocol.reducer import reduce_ui_message_stream
 from stepline.runtime.services import Services
@@ -44,6 +43,14 @@ def sse_chunks(text: str) -> list[dict[str, Any]]:
     return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ") and line != "data: [DONE]"]
 
 
+# Ids the size a deployment's are (an item's write units are by its bytes, and the run and
+# conversation items sit near 1 KB): a Cognito user's `sub` is a UUID, and the AI SDK's ids
+# (`generateId`) are 16 characters.
+USER_ID = "3f2b9c1e-8a4d-4e6b-9f0a-2c7d5e1b8a63"
+CHAT_ID = "Ojy2jX6pY3Hq0y8m"
+MESSAGE_ID = "k3Jq9vX2mP7wLz4T"
+
+
 def continuation(chat_id: str, user: dict[str, Any], chunks: list[dict[str, Any]]) -> dict[str, Any]:
     """The stock client's POST after the user approved: the assistant message with the approval answered."""
     message = reduce_ui_message_stream([parse_chunk(c) for c in chunks]).message
@@ -59,37 +66,37 @@ def drive(
     shape: Shape, client: httpx.Client, services: Services, observed: Observed, meter: DynamoMeter, sample: float
 ) -> str:
     """Run the shape's client; returns the run id."""
-    user = {"id": "u-1", "role": "user", "parts": [{"type": "text", "text": "Make a plan and check it."}]}
+    user = {"id": MESSAGE_ID, "role": "user", "parts": [{"type": "text", "text": "Make a plan and check it."}]}
     if shape.watched:
         first = observed.request(
             client,
             "StreamFunction",
             "POST",
             "/api/chat",
-            json={"id": "chat-1", "messages": [user], "trigger": "submit-message"},
+            json={"id": CHAT_ID, "messages": [user], "trigger": "submit-message"},
         )
         chunks = sse_chunks(first.text)
         run_id = str(chunks[0]["messageMetadata"]["runId"])
         if shape.approval:  # parked: the approval holds its task token (AwaitInput has run)
-            approval_id = _pending_approval(lambda: services.store.pending_approvals(DEFAULT_LOCAL_USER), run_id)
+            approval_id = _pending_approval(lambda: services.store.pending_approvals(USER_ID), run_id)
             observed.sample_wait(meter, sample, WAIT_SECONDS)
             if shape.left:  # decided elsewhere, ten minutes on: the stream's last note has long expired
                 waited, clock = int(WAIT_SECONDS * 1000), services.clock
                 services.clock = lambda: clock() + waited
                 path = f"/api/approvals/{approval_id}"
                 observed.request(client, "ApiFunction", "POST", path, json={"approved": True})
-                _until(lambda: services.store.get_run(DEFAULT_LOCAL_USER, run_id).status == "completed")
+                _until(lambda: services.store.get_run(USER_ID, run_id).status == "completed")
                 return run_id
-            body = continuation("chat-1", user, chunks)
+            body = continuation(CHAT_ID, user, chunks)
             observed.request(client, "StreamFunction", "POST", "/api/chat", json=body)
         return run_id
     started = observed.request(client, "ApiFunction", "POST", "/api/runs", json={"input": user}).json()
     run_id = str(started["runId"])
     store = services.store
-    approval_id = _pending_approval(lambda: store.pending_approvals(DEFAULT_LOCAL_USER), run_id)
+    approval_id = _pending_approval(lambda: store.pending_approvals(USER_ID), run_id)
     observed.sample_wait(meter, sample, WAIT_SECONDS)
     observed.request(client, "ApiFunction", "POST", f"/api/approvals/{approval_id}", json={"approved": True})
-    _until(lambda: store.get_run(DEFAULT_LOCAL_USER, run_id).status == "completed")
+    _until(lambda: store.get_run(USER_ID, run_id).status == "completed")
     observed.request(client, "ApiFunction", "GET", f"/api/runs/{run_id}")
     return run_id
 

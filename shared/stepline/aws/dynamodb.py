@@ -48,7 +48,7 @@ from ..store.unit_reads import UnitReads
 from ..store.usage_counters import UsageCounters
 from .cursors import decode_cursor, encode_cursor
 from .dynamo_counters import DynamoCounters
-from .dynamo_items import ACTIVE_RUN_KEYS, KIND_OF, KINDS, num_attr, record_fields, str_attr
+from .dynamo_items import ACTIVE_RUN_KEYS, KIND_OF, KINDS, data_attribute, data_of, num_attr, record_fields, str_attr
 from .dynamo_pages import MESSAGE_INLINE_BYTES, PagedRecords
 from .dynamo_slots import DynamoSlots
 from .dynamo_unit import DynamoUnit
@@ -129,7 +129,7 @@ class DynamoStore(TransactionalStore, UnitReads):
             ref = self._blobs.put(record.user_id, data.encode(), media_type="application/json")
             encoded["blob"] = str_attr(ref.model_dump_json(by_alias=True))
         else:
-            encoded["data"] = str_attr(data)
+            encoded.update(data_attribute(data))
         return encoded
 
     def decode(self, item: dict[str, Any], read_pages: list[StoredPage] | None = None) -> Any:
@@ -138,7 +138,7 @@ class DynamoStore(TransactionalStore, UnitReads):
         if "blob" in item:
             raw = self._blobs.get(BlobRef.model_validate_json(item["blob"]["S"])).decode()
         else:
-            raw = item["data"]["S"]
+            raw = data_of(item)
         if cls is CheckpointRecord and self._paged is not None:
             return self._paged.load_checkpoint(loads_strict(raw))
         if cls is MessageRecord and self._paged is not None:

@@ -147,8 +147,10 @@ class Services:
         self.agent_set = AgentSet.single(agent)
 
     def counts_tenants(self) -> bool:
-        """Whether the deployment has a tenant limit: in its own limits or any agent's, sub-agents
-        included. Only then do calls count on their tenant's counters (`runtime.budget_gate`)."""
+        """Whether the deployment has a tenant limit: in its own limits or any agent's, sub-agents included.
+
+        Only then do calls count on their tenant's counters (`runtime.budget_gate`).
+        """
         agents = [*self.agent_set.agents.values(), *delegates_of(self.agent_set.agents.values()).values()]
         return any(limits is not None and limits.tenant for limits in [self.limits, *(a.limits for a in agents)])
 

@@ -29,7 +29,9 @@ def aws() -> Iterator[Any]:
 
 
 def item_bytes(item: dict[str, Any]) -> int:
-    return sum(len(name.encode()) + len(json.dumps(value).encode()) for name, value in item.items())
+    return sum(
+        len(name.encode()) + len(json.dumps(value, default=lambda b: b.hex()).encode()) for name, value in item.items()
+    )
 
 
 def test_a_5_mb_tool_output_and_a_2000_part_message_stay_under_400_kb(aws: Any) -> None:

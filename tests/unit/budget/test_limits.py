@@ -15,11 +15,11 @@ import pytest
 
 from stepline import Agent, tool
 from stepline.agent.definition import AgentDefinitionError
+from stepline.agent.loading import AgentSet
 from stepline.llm.scripted import ScriptedModel
 from stepline.local.dev import DevConfig, DevConfigError
 from stepline.loop.limits import LIMIT_NAMES, Limits
 from stepline.loop.prices import PriceTable
-from stepline.agent.loading import AgentSet
 from stepline.runtime.budget_gate import CounterGate
 from stepline.runtime.services import Services
 from stepline.store.memory import MemoryStore
