@@ -135,6 +135,18 @@ class Usage:
 _Key = tuple[str, tuple[tuple[str, str], ...]]
 
 
+_KEYED_KINDS = {"#USAGE": "usage counter", "#SLOTS": "run slots"}
+"""Items without a `kind` attribute, named by how their partition key ends."""
+
+
+def _kind(item: dict[str, Any]) -> str:
+    """What an item is, for the write units by item: its `kind`, else by its key, else an id pointer."""
+    if "kind" in item:
+        return str(item["kind"]["S"])
+    pk = str(item.get("pk", {}).get("S", ""))
+    return next((name for end, name in _KEYED_KINDS.items() if pk.endswith(end)), "id pointer")
+
+
 class DynamoMeter:
     """A DynamoDB client that meters every call (thread-safe); `usage` holds the totals so far.
 
@@ -202,7 +214,7 @@ class DynamoMeter:
         before = self._items.get(key)
         sizes = [item_size(i) for i in (before, after) if i is not None]
         units = write_units(max(sizes, default=0), transactional=transactional)
-        kind = (after or before or {}).get("kind", {}).get("S", "id pointer")
+        kind = _kind(after or before or {})
         self.usage.write_units += units
         self.usage.write_units_by[kind] += units
         self.usage.index_write_units += self._index_writes(table, before, after)

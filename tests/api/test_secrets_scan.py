@@ -15,6 +15,7 @@ import json
 import logging
 import re
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -108,8 +109,17 @@ def _dynamo(server: Running) -> tuple[str, str]:
         for page in dynamodb.get_paginator("scan").paginate(TableName=table):
             for item in page["Items"]:
                 checkpoint = item.get("sk", {}).get("S", "").startswith("K#")
-                (checkpoints if checkpoint else kept).append(json.dumps(item))
+                (checkpoints if checkpoint else kept).append(json.dumps(item, default=_stored_text))
     return "\n".join(kept), "\n".join(checkpoints)
+
+
+def _stored_text(value: object) -> str:
+    """A binary attribute as text: a record's JSON is stored zlib-compressed from 800 bytes (`dataz`)."""
+    assert isinstance(value, bytes), value
+    try:
+        return zlib.decompress(value).decode()
+    except zlib.error:
+        return value.decode(errors="replace")
 
 
 def _s3(checkpoint_items: str) -> tuple[str, str, int]:
