@@ -70,25 +70,25 @@ class Design:
     """The same for a run no chat started (`Services.unattended_delta_window`, 1 s): the headless runs."""
     push_window_s: float = 1.0
     """`CoalescingNotifier`'s window (`PUSH_WINDOW`): an append publishes when the run had none in the window before it."""
-    boundary_wcu_per_step: float = 6.1
+    boundary_wcu_per_step: float = 7.0
     """Event-log write units a step spends outside its delta batches (boundaries, leading edges)."""
     boundary_publishes_per_step: float = 1.0
     """Publishes a step sends outside its streaming interval (the step end after a tool), at most."""
     poll_seconds: float = 0.1
     """A following stream's fast poll (`TailOptions.poll_seconds`), kept up while its reads find events."""
     wcu_per_append: float = 1.0
-    step_end_wcu: float = 15.7
+    step_end_wcu: float = 20.7
     """A step's record writes (step, message, run, checkpoint) and its model call's usage counters."""
-    tool_wcu: float = 3.7
+    tool_wcu: float = 5.6
     """Write units of a tool call's claim, start and outcome (tool-call items, conditional puts)."""
     gsi2_units_per_write: float = 2.0
     """GSI2 units when a run item write moves its heartbeat (the sort key of its `RUNS#active#nn` shard)."""
     turn_start_wcu: float = 30.0
     end_wcu: float = 30.0
-    step_start_rcu: float = 51.0
+    step_start_rcu: float = 52.0
     """AgentTable read units of a step's handlers (run, checkpoint, message, steps, tool calls, the API's)."""
-    s3_puts_per_step: float = 2.0
-    s3_gets_per_step: float = 2.5
+    s3_puts_per_step: float = 2.3
+    s3_gets_per_step: float = 3.1
     model_step_gb: float = 0.5
     stream_gb: float = 0.5
     small_gb: float = 0.25
@@ -117,11 +117,11 @@ SOURCES: dict[str, str] = {
     "approvals": "assumed: one run in five waits once, median 60 s (lognormal, sigma 1)",
     "delta_window_s": "Services.delta_window 100 ms for a chat; Services.unattended_delta_window 1 s for a run no chat started (the headless fifth: scheduled, hooks, POST /api/runs)",
     "publish": "stepline.runtime.stream_push.CoalescingNotifier (stepline.aws.wiring): an append publishes when the run had no append in the PUSH_WINDOW (1 s) before it, the others are dropped (one publish per burst); a run nobody follows notifies at its step ends only (RunRecorder.quiet); each publish is delivered to every subscribed stream",
-    "wcu": "bench/event_writes.py and bench/cost.py of 2026-12-08 (every write metered, a deployment's ids, record JSON compressed from 800 bytes): one conditional put per append (1 WCU under 1 KB); a step's boundaries ≈ 6.1 WRU (headless10's log, 101 WRU at 1 s: 40 of them 4 s of deltas a step); step end ≈ 15.7 WRU (steps 22 + message 30 + run 41 + checkpoints 24 over 10 steps, and the model call's 4 usage counters); a tool call ≈ 3.7 WRU (33 for its 9 calls, each write one conditional put); turn start and end ≈ 30 each",
+    "wcu": "bench/event_writes.py and bench/cost.py of 2026-12-08 (every write metered, a deployment's ids, English prose, record JSON compressed from 800 bytes): one conditional put per append (1 WCU under 1 KB); a step's boundaries ≈ 7.0 WRU (headless10's log, 110 WRU at 1 s: 40 of them 4 s of deltas a step); step end ≈ 20.7 WRU (steps 52 + message 50 + run 41 + checkpoints 24 over 10 steps, and the model call's 4 usage counters); a tool call ≈ 5.6 WRU (50 for its 9 calls, each write one conditional put); turn start and end ≈ 30 each",
     "gsi2": "docs/data-model.md: GSI2 `RUNS#active#00..15` (stepline.aws.dynamo_items.active_run_key, a hash of the run id) keyed by heartbeat_at, rewritten at every step end and run start/end (2 units: the old index entry out, the new in)",
     "reads": "stepline.api.tail.follow_run with a coalescing notifier: a fast poll every 0.1 s for a second after each notification and each read that found events; while deltas come a cycle reads the log alone (one Query on EventsTable), the run only when the log has nothing new or something else: 0 AgentTable and 10 EventsTable RRU a second per watcher (bench/stream_polling.py at the 100 ms window: 0.2 GetItem and 9.3 Query a second)",
-    "handler reads": "bench/cost.py headless10 of 2026-12-08: 510 RRU in 10 steps with nobody watching, the handlers' own reads: 51 a step",
-    "s3": "bench/cost.py watched10 of 2026-12-07, after the open step page rode in the checkpoint and the HEADs went: 20 S3 PUT (message pages, checkpoints over 8 KB) and 25 GET in 10 steps; an upper bound for short runs, whose records stay inline",
+    "handler reads": "bench/cost.py headless10 of 2026-12-08: 523 RRU in 10 steps with nobody watching, the handlers' own reads: 52 a step",
+    "s3": "bench/cost.py watched10 of 2026-12-08 (English prose in its text): 23 S3 PUT (message pages, checkpoints over 8 KB) and 32 GET in 10 steps; an upper bound for short runs, whose records stay inline",
     "memory": "template.yaml: ModelStep 512 MB, StreamFunction 512 MB, small workers 256 MB",
     "cold": "bench/cold_start.py: model_step 1.5 s, api/stream 1.4 s, small workers 0.7 s (loaded 2-core machine: an upper bound)",
 }

@@ -71,8 +71,8 @@ def str_attr(value: str) -> dict[str, str]:
 COMPRESS_FROM = 800
 """Bytes of a record's JSON from which the item stores it compressed. Under it an item is at most
 a write unit with its keys, and stays readable in the console; over it the JSON's repeated field
-names and text compress to a third to a half (a 10-step headless run's run, step, message,
-tool-call and approval items: 338 write units as JSON, 132 compressed; bench/cost.py)."""
+names and text compress to about half (a 10-step headless run's run, step, message, tool-call and
+approval items, English prose in its text: 375 write units as JSON, 205 compressed; bench/cost.py)."""
 
 
 def data_attribute(data: str) -> dict[str, Any]:
