@@ -75,12 +75,11 @@ names and text compress to about half (a 10-step headless run's run, step, messa
 approval items, English prose in its text: 375 write units as JSON, 205 compressed; bench/cost.py)."""
 
 
-def data_attribute(data: str) -> dict[str, Any]:
-    """The item attribute holding a record's JSON: `data` (a string), or `dataz` (zlib, binary)."""
-    raw = data.encode()
+def data_attribute(raw: bytes) -> dict[str, Any]:
+    """The item attribute holding a record's JSON (UTF-8): `data` (a string), or `dataz` (zlib, binary)."""
     if len(raw) >= COMPRESS_FROM and len(packed := zlib.compress(raw)) < len(raw):
         return {"dataz": {"B": packed}}
-    return {"data": str_attr(data)}
+    return {"data": str_attr(raw.decode())}
 
 
 def data_of(item: dict[str, Any]) -> str:

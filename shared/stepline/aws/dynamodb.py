@@ -125,11 +125,12 @@ class DynamoStore(TransactionalStore, UnitReads):
         encoded: dict[str, Any] = {"kind": str_attr(KIND_OF[type(record)])}
         every_step = isinstance(record, CheckpointRecord | StepRecordRow)  # written at every step end
         threshold = self._checkpoint_threshold if every_step else self._threshold
-        if self._blobs is not None and len(data.encode()) > threshold:
-            ref = self._blobs.put(record.user_id, data.encode(), media_type="application/json")
+        raw = data.encode()
+        if self._blobs is not None and len(raw) > threshold:
+            ref = self._blobs.put(record.user_id, raw, media_type="application/json")
             encoded["blob"] = str_attr(ref.model_dump_json(by_alias=True))
         else:
-            encoded.update(data_attribute(data))
+            encoded.update(data_attribute(raw))
         return encoded
 
     def decode(self, item: dict[str, Any], read_pages: list[StoredPage] | None = None) -> Any:

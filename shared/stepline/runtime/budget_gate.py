@@ -91,11 +91,11 @@ class CounterGate:
     """Whether the tenant's counters count calls without a tenant limit of the call's own (the
     deployment has one elsewhere: `Services.counts_tenants`). A call under a tenant limit always does."""
 
-    def keys(self, limits: Limits | None = None) -> list[CounterKey]:
-        """The counters a call counts on: the user's day and month, then the tenant's (see `count_tenant`)."""
+    def keys(self, limits: Limits) -> list[CounterKey]:
+        """What a call under `limits` counts on: the user's day and month, then the tenant's (see `count_tenant`)."""
         now = self.clock()
         user = period_keys("user", self.user_id, now)
-        tenant = self.count_tenant or (limits is not None and limits.tenant)
+        tenant = self.count_tenant or limits.tenant
         return [*user, *period_keys("tenant", self.tenant, now)] if tenant else [*user]
 
     def reserve(

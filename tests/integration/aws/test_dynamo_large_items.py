@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,6 +9,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from bench.cost_meter import item_size  # DynamoDB's item size rules on the wire form
 from stepline.aws.s3 import S3BlobStore
 from stepline.local.resources import create_bucket
 from stepline.store.ports import SnapshotUpdate, TurnStart
@@ -26,12 +26,6 @@ def aws() -> Iterator[Any]:
         create_bucket(s3, "stepline-artifacts")
         store, _ = make_dynamo_store(blobs=S3BlobStore("stepline-artifacts", client=s3))
         yield store, boto3.client("dynamodb", region_name="us-east-1"), s3
-
-
-def item_bytes(item: dict[str, Any]) -> int:
-    return sum(
-        len(name.encode()) + len(json.dumps(value, default=lambda b: b.hex()).encode()) for name, value in item.items()
-    )
 
 
 def test_a_5_mb_tool_output_and_a_2000_part_message_stay_under_400_kb(aws: Any) -> None:
@@ -74,7 +68,7 @@ def test_a_5_mb_tool_output_and_a_2000_part_message_stay_under_400_kb(aws: Any) 
     for table in TABLES.values():
         items = dynamodb.scan(TableName=table)["Items"]
         assert items
-        assert max(item_bytes(i) for i in items) < 400_000, table
+        assert max(item_size(i) for i in items) < 400_000, table
     # the pointers lead back to the exact content
     assert store.list_tool_calls(USER, "r1")[0].output == big_output
     assert len(store.get_message(USER, "c1", "a1").parts) == 2_000
