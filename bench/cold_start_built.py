@@ -38,6 +38,7 @@ from cpu_share import cpu_quota
 
 RUNTIME_FUNCTIONS = {
     "ModelStepFunction": "model_step",
+    "ModelStepUnwatchedFunction": "model_step",
     "AwaitInputFunction": "await_input",
     "ExpireInputFunction": "expire_input",
     "FinalizeRunFunction": "finalize_run",

@@ -15,9 +15,10 @@ tool call streamed in 10 input deltas. The ids are a deployment's size (a UUID u
 - state transitions: the `*StateEntered` events of the run's execution histories (ContinueAsNew
   generations included), nothing retried;
 - Lambda: one request per worker invocation (each handler call timed: its duration, at the
-  template's MemorySize of its function) and per HTTP request (POST /api/chat and the resume stream
-  on StreamFunction, the buffered routes on ApiFunction, each lasting as long as the client saw
-  its response take);
+  template's MemorySize of its function, plus the CPU it spent outside DynamoDB calls stretched
+  to that memory's CPU share, 1,769 MB a vCPU: `cost_run.stretched`) and per HTTP request (POST
+  /api/chat and the resume stream on StreamFunction, the buffered routes on ApiFunction, each
+  lasting as long as the client saw its response take);
 - API Gateway: one request per HTTP request;
 - Event API (stream push, the template's default): one publish per notification of the run's
   writer, one delivery per stream subscribed at that moment, and each stream's connection time;

@@ -2,8 +2,9 @@
 
 Pure functions over JSON values, for `stepline.local.engine`: reference paths (`$.a.b`, and `$$.`
 for the context object), `Parameters` and `ResultSelector` templates (keys ending `.$`), the two
-intrinsic functions the ASL calls (`States.Format`, `States.MathAdd`), `ResultPath`, and the
-matching of `Retry` and `Catch` rules. `check_definition` refuses a definition that uses anything
+intrinsic functions the ASL calls (`States.Format`, `States.MathAdd`), `ResultPath`, the
+matching of `Retry` and `Catch` rules, and the choice rules the Route uses (`And`, `StringEquals`,
+`BooleanEquals`, `IsPresent`). `check_definition` refuses a definition that uses anything
 else, so a new state or field in the ASL fails at start, never half-way through a run.
 """
 
@@ -70,8 +71,17 @@ def check_definition(definition: Mapping[str, Any]) -> None:
         if kind == "Task" and state["Resource"] not in TASK_RESOURCES:
             raise ValueError(f"state {name}: resource {state['Resource']} not supported locally")
         for rule in state.get("Choices", []):
-            if set(rule) != {"Variable", "StringEquals", "Next"}:
-                raise ValueError(f"state {name}: only Variable + StringEquals choices are supported locally")
+            if "Next" not in rule or not _supported_rule({k: v for k, v in rule.items() if k != "Next"}):
+                raise ValueError(f"state {name}: a choice rule other than And, StringEquals, BooleanEquals, IsPresent")
+
+
+_COMPARISONS = frozenset({"StringEquals", "BooleanEquals", "IsPresent"})
+
+
+def _supported_rule(rule: Mapping[str, Any]) -> bool:
+    if set(rule) == {"And"}:
+        return all(_supported_rule(inner) for inner in rule["And"])
+    return len(rule) == 2 and "Variable" in rule and next(k for k in rule if k != "Variable") in _COMPARISONS
 
 
 def read_path(data: Any, path: str, context: Mapping[str, Any]) -> Any:
@@ -204,8 +214,24 @@ def catcher_for(catchers: list[dict[str, Any]], error: str) -> dict[str, Any] | 
 def next_choice(state: Mapping[str, Any], data: Any, context: Mapping[str, Any]) -> str:
     """The state a `Choice` goes to."""
     for rule in state["Choices"]:
-        if read_path(data, rule["Variable"], context) == rule["StringEquals"]:
+        if _holds(rule, data, context):
             return str(rule["Next"])
     if "Default" not in state:
         raise AslError("States.NoChoiceMatched", "no choice matched and there is no Default")
     return str(state["Default"])
+
+
+def _holds(rule: Mapping[str, Any], data: Any, context: Mapping[str, Any]) -> bool:
+    """A choice rule's test. `And` stops at its first false test, so `IsPresent` guards the tests after it."""
+    if "And" in rule:
+        return all(_holds(inner, data, context) for inner in rule["And"])
+    if "IsPresent" in rule:
+        try:
+            read_path(data, rule["Variable"], context)
+        except AslError:
+            return not rule["IsPresent"]
+        return bool(rule["IsPresent"])
+    value = read_path(data, rule["Variable"], context)
+    if "BooleanEquals" in rule:
+        return isinstance(value, bool) and value == rule["BooleanEquals"]
+    return isinstance(value, str) and value == rule["StringEquals"]

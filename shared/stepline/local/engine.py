@@ -40,7 +40,7 @@ from typing import Any
 from ..aws.stepfunctions import execution_arn, execution_name, first_input
 from ..protocol._json import loads_strict
 from ..runtime.executions import Execution
-from ..runtime.handling import Handler
+from ..runtime.handling import Handler, handler_for
 from ..stack import ASL
 from . import asl
 from .workers import Owner, Timers, Workers
@@ -278,7 +278,9 @@ class LocalStepFunctions:
     def _invoke(self, parameters: dict[str, Any]) -> tuple[Any, tuple[str, str] | None]:
         """A Lambda invocation as Step Functions' `lambda:invoke` reports it."""
         name = str(parameters["FunctionName"])
-        handler = self._routes[name]
+        handler = handler_for(self._routes, name)
+        if handler is None:
+            raise KeyError(f"no handler for Lambda function {name}")
         event = loads_strict(json.dumps(parameters.get("Payload", {})))  # as it crosses the wire
         try:
             payload = handler(event, _Context(name, f"local-{next(self._requests)}"))

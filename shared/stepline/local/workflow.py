@@ -34,7 +34,7 @@ from typing import Any, cast
 
 from stepline.aws.stepfunctions import execution_arn
 from stepline.protocol._json import loads_strict
-from stepline.runtime.handling import HANDLER_NAMES, Handler, logical_name
+from stepline.runtime.handling import HANDLER_NAMES, SAME_HANDLER, Handler, handler_for, logical_name
 from stepline.stack import ASL
 
 from .moto_speed import install_sfn_speedups
@@ -50,7 +50,7 @@ __all__ = [
 
 FUNCTIONS = {
     f"{logical_name(name)}FunctionArn": name  # the ASL's placeholder: ${ModelStepFunctionArn}
-    for name in HANDLER_NAMES
+    for name in (*HANDLER_NAMES, *SAME_HANDLER)
 }
 _TAG = "--"  # between a handler's name and its workflow's number: Lambda names allow no dots
 _numbers = itertools.count(1)
@@ -108,7 +108,7 @@ def install_lambda_router() -> None:
         owner = _LIVE.get(number)
         if owner is None:  # an execution of a closed workflow: it reaches no one's handlers
             return _unhandled(response_headers, "WorkflowClosed", f"the workflow of {tagged} is closed")
-        handler = owner.routes.get(name)
+        handler = handler_for(owner.routes, name)
         if handler is None:
             return _unhandled(response_headers, "KeyError", f"no in-process handler for Lambda function {name}")
         event: dict[str, Any] = loads_strict(body) if body else {}

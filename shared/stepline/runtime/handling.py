@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..store.errors import ConcurrentUpdate
@@ -22,11 +22,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HANDLER_NAMES",
+    "SAME_HANDLER",
     "Handler",
     "HandlerFactory",
     "StepFailed",
     "TransientModelError",
     "bound",
+    "handler_for",
     "logical_name",
 ]
 
@@ -42,6 +44,23 @@ HANDLER_NAMES = (
     "stepline-finalize-run",
     "stepline-fail-run",
 )
+
+
+SAME_HANDLER = {"stepline-model-step-unwatched": "stepline-model-step"}
+"""Functions that run another's handler: the model step of a run nobody watches, on less memory.
+
+A step whose delta window was the unattended one (nobody followed the run) says so in its reply
+(`watched: false`), and the ASL's Route sends the run's next step to `ModelStepUnwatchedFunction`:
+the same code with less memory, so less CPU, which only a watcher's deltas would have needed
+(docs/architecture.md, "The model step's memory")."""
+
+
+def handler_for(routes: Mapping[str, Handler], function_name: str) -> Handler | None:
+    """The handler that runs for `function_name` in `routes`: its own, else the one it shares."""
+    own = routes.get(function_name)
+    if own is not None or function_name not in SAME_HANDLER:
+        return own
+    return routes.get(SAME_HANDLER[function_name])
 
 
 def logical_name(function_name: str) -> str:

@@ -346,7 +346,9 @@ def _persist(
         announce_question(services, run, state)
     notify(services.stream_push, run.user_id, run.run_id, recorder.last_seq)  # a wait is a change of status only
     timing = {} if recorder.first_output_ms is None else {"firstOutputMs": recorder.first_output_ms}
-    return _reply(run, outcome.kind, steps=step.step_number + 1, **timing)
+    # `watched`: whether anyone followed this step (its window the chat's). The ASL's Route sends a
+    # run nobody follows on to the model step function with less memory (`handling.SAME_HANDLER`).
+    return _reply(run, outcome.kind, steps=step.step_number + 1, watched=not recorder.quiet, **timing)
 
 
 def _request_approvals(services: Services, run: RunRecord, state: LoopState, snapshot: Any) -> None:

@@ -132,6 +132,10 @@ def main() -> dict:
                 {**task, "firstStep": 0}, Context("model-step")
             )
             tasks["FinalizeRunFunction"] = modules["FinalizeRunFunction"].handler(task, Context("finalize-run"))
+            # The unwatched model step (the same code, less memory) on the ended run: it says so.
+            tasks["ModelStepUnwatchedFunction"] = modules["ModelStepUnwatchedFunction"].handler(
+                {**task, "firstStep": 0}, Context("model-step-unwatched")
+            )
             # A retried wait, expiry and failure of the ended run: each one harmless, each one run.
             tasks["AwaitInputFunction"] = modules["AwaitInputFunction"].handler(
                 {**task, "taskToken": "token-of-an-ended-wait"}, Context("await-input")

@@ -38,6 +38,7 @@ RUNTIME = REPO / ".lambda-runtime"
 SAM = REPO / ".venv-sam" / "bin" / "sam"
 RUNTIME_FUNCTIONS = (
     "ModelStepFunction",
+    "ModelStepUnwatchedFunction",
     "AwaitInputFunction",
     "ExpireInputFunction",
     "FinalizeRunFunction",
@@ -201,6 +202,7 @@ def test_every_built_function_imports_and_answers_in_a_clean_python_313(built: P
     )
     tasks = answers["tasks"]
     assert tasks["ModelStepFunction"]["next"] == "finished"
+    assert tasks["ModelStepUnwatchedFunction"]["next"] == "finished"
     assert tasks["FinalizeRunFunction"]["status"] == "completed"
     assert tasks["FailRunFunction"]["status"] == "completed"  # the first end stands
     assert set(tasks) == set(RUNTIME_FUNCTIONS) - {"ApiFunction"}

@@ -38,6 +38,8 @@ STATE_MACHINE_NAME = "${AWS::StackName}-agent-run"
 WORKERS = {
     # logical id: (CodeUri, Timeout, MemorySize)
     "ModelStepFunction": ("shared/stepline/stack/functions/model_step/", 900, 512),  # a step includes its tools
+    # The same step for a run nobody follows: less memory, less CPU (the Route picks it).
+    "ModelStepUnwatchedFunction": ("shared/stepline/stack/functions/model_step/", 900, 256),
     "AwaitInputFunction": ("shared/stepline/stack/functions/await_input/", 30, 256),
     "ExpireInputFunction": ("shared/stepline/stack/functions/expire_input/", 30, 256),
     "FinalizeRunFunction": ("shared/stepline/stack/functions/finalize_run/", 30, 256),
@@ -63,11 +65,13 @@ UNATTENDED = {
     ),  # one attempt per queued event
 }
 FUNCTIONS = WORKERS | API_FUNCTIONS | RECONCILER | UNATTENDED
+MODEL_STEPS = ("ModelStepFunction", "ModelStepUnwatchedFunction")
 # Deploy-time plumbing, not part of Stepline's runtime: no shared layer, no Stepline environment.
 DEPLOY_FUNCTIONS = {"UiDeployFunction": ("shared/stepline/stack/functions/ui_deploy/", 300, 256)}
 
 PLACEHOLDERS = {
     "ModelStepFunctionArn",
+    "ModelStepUnwatchedFunctionArn",
     "AwaitInputFunctionArn",
     "ExpireInputFunctionArn",
     "FinalizeRunFunctionArn",
@@ -188,7 +192,7 @@ def test_state_machine_is_standard_with_exactly_its_substitutions(translated: Te
     assert destination["CloudWatchLogsLogGroup"]["LogGroupArn"] == {"Fn::GetAtt": ["AgentRunLogGroup", "Arn"]}
 
 
-def test_state_machine_may_invoke_exactly_the_five_workers(translated: Template) -> None:
+def test_state_machine_may_invoke_exactly_the_workers(translated: Template) -> None:
     role = translated["Resources"]["AgentRunStateMachineRole"]["Properties"]
     invoked = set()
     for statement in _statements(role):
@@ -262,12 +266,13 @@ def test_function_environment(translated: Template) -> None:
         assert ("STEPLINE_STATE_MACHINE_ARN" in variables) == (name in starters), name
         # Provider keys travel as SSM parameter *names*, and only to the function that calls the model.
         has_keys = {"STEPLINE_OPENAI_KEY_PARAMETER", "STEPLINE_ANTHROPIC_KEY_PARAMETER"} <= variables.keys()
-        assert has_keys == (name == "ModelStepFunction"), name
+        assert has_keys == (name in MODEL_STEPS), name
         assert not any("API_KEY" in key for key in variables), name
     assert len(services) == len(FUNCTIONS)
-    model_step = translated["Resources"]["ModelStepFunction"]["Properties"]["Environment"]["Variables"]
-    assert model_step["STEPLINE_OPENAI_KEY_PARAMETER"] == {"Ref": "OpenAIApiKeyParameter"}
-    assert model_step["STEPLINE_ANTHROPIC_KEY_PARAMETER"] == {"Ref": "AnthropicApiKeyParameter"}
+    for name in MODEL_STEPS:
+        model_step = translated["Resources"][name]["Properties"]["Environment"]["Variables"]
+        assert model_step["STEPLINE_OPENAI_KEY_PARAMETER"] == {"Ref": "OpenAIApiKeyParameter"}
+        assert model_step["STEPLINE_ANTHROPIC_KEY_PARAMETER"] == {"Ref": "AnthropicApiKeyParameter"}
 
 
 def test_stream_function_streams_through_the_web_adapter(source: Template, translated: Template) -> None:
@@ -387,7 +392,7 @@ def test_worker_grants_are_least_privilege(translated: Template) -> None:
         assert not any(action.startswith("states:") for action in actions), name
         # Only the model step reads provider keys, and only the two named parameters.
         ssm = [s for s in statements if any(a.startswith("ssm:") for a in _as_list(s["Action"]))]
-        if name == "ModelStepFunction":
+        if name in MODEL_STEPS:
             assert {a for s in ssm for a in _as_list(s["Action"])} == {"ssm:GetParameter"}
             named = set().union(*(_named(s["Resource"]) for s in ssm))
             assert named == {"OpenAIApiKeyParameter", "AnthropicApiKeyParameter"}
@@ -401,9 +406,10 @@ def test_worker_grants_are_least_privilege(translated: Template) -> None:
         assert tables == {"AgentTable", "EventsTable"}, name
     # The key grants exist only when a parameter name is given (Fn::If on the conditions), the
     # publish grant only with stream push (test_template_push.py).
-    policies = translated["Resources"]["ModelStepFunctionRole"]["Properties"]["Policies"]
-    conditions = {p["Fn::If"][0] for p in policies if "Fn::If" in p}
-    assert conditions == {"HasOpenAIKey", "HasAnthropicKey", "HasStreamPush"}
+    for name in MODEL_STEPS:
+        policies = translated["Resources"][f"{name}Role"]["Properties"]["Policies"]
+        conditions = {p["Fn::If"][0] for p in policies if "Fn::If" in p}
+        assert conditions == {"HasOpenAIKey", "HasAnthropicKey", "HasStreamPush"}
 
 
 def test_api_functions_start_stop_and_resume_executions(translated: Template) -> None:

@@ -20,11 +20,12 @@ from tests.unit.infra.test_template import FUNCTIONS, UNAUTHENTICATED, Template,
 
 # Who mints links (the Approval Requested event: the step that commits it, the wait that repeats
 # it after a crash) and who checks them (the buffered API function serves the link route).
-LINK_READERS = {"ModelStepFunction", "AwaitInputFunction", "ApiFunction"}
+LINK_READERS = {"ModelStepFunction", "ModelStepUnwatchedFunction", "AwaitInputFunction", "ApiFunction"}
 # Who commits a notified transition: approvals and questions (step, wait), ends (finalize, fail,
 # and an abort through either API function).
 PUBLISHERS = {
     "ModelStepFunction",
+    "ModelStepUnwatchedFunction",
     "AwaitInputFunction",
     "FinalizeRunFunction",
     "FailRunFunction",

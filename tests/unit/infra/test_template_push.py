@@ -13,7 +13,7 @@ from typing import Any
 from stepline.aws.appsync_events import NAMESPACE, channel_of
 from tests.unit.infra.test_template import FUNCTIONS, Template, _as_list, _named, _statements
 
-PUBLISHERS = {"ModelStepFunction", "FinalizeRunFunction", "FailRunFunction"}
+PUBLISHERS = {"ModelStepFunction", "ModelStepUnwatchedFunction", "FinalizeRunFunction", "FailRunFunction"}
 """The workers that append to a run's log and notify (steps, and the run's end)."""
 SUBSCRIBERS = {"StreamFunction"}
 DOMAINS = {

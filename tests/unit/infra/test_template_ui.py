@@ -131,7 +131,10 @@ def test_alarms_watch_executions_every_function_and_both_tables(translated: Temp
 
 def test_the_dashboard_reads_metrics_the_functions_emit(translated: Template) -> None:
     body_template, variables = translated["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
-    assert variables == {"ModelStep": {"Ref": "ModelStepFunction"}}
+    assert variables == {
+        "ModelStep": {"Ref": "ModelStepFunction"},
+        "ModelStepUnwatched": {"Ref": "ModelStepUnwatchedFunction"},
+    }
     body = json.loads(re.sub(r"\$\{[^}]+\}", "x", body_template))
     metrics = [m for w in body["widgets"] if w["type"] == "metric" for m in w["properties"]["metrics"]]
     stepline = {

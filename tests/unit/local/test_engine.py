@@ -79,6 +79,9 @@ class Workers:
             return [kind for kind, _ in self.calls]
 
 
+FINISHED: dict[str, Any] = {"next": "finished"}
+
+
 @contextmanager
 def engine(workers: Workers) -> Generator[LocalStepFunctions]:
     running = LocalStepFunctions(workers.routes(), approval_timeout_seconds=3600, workers=2)
@@ -111,6 +114,27 @@ def test_a_run_steps_until_finished_then_finalizes() -> None:
         assert ended(machine) == Execution(0, "SUCCEEDED")
     assert workers.kinds() == ["model", "model", "finalize"]
     assert workers.calls[0][1] == {"userId": USER, "runId": RUN, "firstStep": 0}
+
+
+def test_a_step_nobody_watched_sends_the_next_to_the_unwatched_function_which_runs_the_same_handler() -> None:
+    # The engine's context names the function a call reached: the unwatched one shares the handler.
+    workers = Workers([{"next": "continue", "watched": False}, {"next": "continue", "watched": True}, FINISHED])
+    reached: list[str] = []
+    routes = workers.routes()
+    step = routes["stepline-model-step"]
+
+    def noting(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        reached.append(context.function_name)
+        return step(event, context)
+
+    running = LocalStepFunctions({**routes, "stepline-model-step": noting}, approval_timeout_seconds=3600, workers=2)
+    try:
+        running.start_run(USER, RUN)
+        assert ended(running) == Execution(0, "SUCCEEDED")
+    finally:
+        running.close()
+    assert reached == ["stepline-model-step", "stepline-model-step-unwatched", "stepline-model-step"]
+    assert workers.kinds() == ["model", "model", "model", "finalize"]
 
 
 def test_a_parked_run_goes_on_when_resumed_and_a_token_works_once() -> None:
@@ -206,6 +230,23 @@ def test_the_real_asl_is_accepted_and_a_state_it_cannot_run_is_refused() -> None
     definition["States"]["ModelStep"]["OutputPath"] = "$.x"
     with pytest.raises(ValueError, match="OutputPath"):
         asl.check_definition(definition)
+
+
+def test_the_route_choice_rules_and_their_guard() -> None:
+    route = loads_strict(ASL.read_text())["States"]["Route"]
+
+    def to(step: dict[str, Any]) -> str:
+        return asl.next_choice(route, {"step": {"next": step["next"], "detail": step}}, {})
+
+    assert to({"next": "continue", "watched": False}) == "ModelStepUnwatched"
+    assert to({"next": "continue", "watched": True}) == "ModelStep"
+    assert to({"next": "continue"}) == "ModelStep"  # IsPresent guards the test after it (And stops there)
+    assert to({"next": "continue", "watched": "false"}) == "ModelStep"  # BooleanEquals: a boolean only
+    assert to({"next": "await-approval", "watched": False}) == "AwaitInput"
+    assert to({"next": "nonsense", "watched": False}) == "FailRun"
+    unsupported = {"Type": "Choice", "Choices": [{"Variable": "$.a", "NumericEquals": 1, "Next": "ModelStep"}]}
+    with pytest.raises(ValueError, match="choice rule"):
+        asl.check_definition({"StartAt": "C", "States": {"C": unsupported}})
 
 
 def test_the_intrinsics_of_continue_as_new() -> None:
