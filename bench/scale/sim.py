@@ -275,7 +275,10 @@ class _Sim:
         first = begin + s.ttft_s[i]
         end = first + s.stream_s[i] + s.tool_s[i]
         self.r.lambda_requests[MODEL_STEP] = self.r.lambda_requests.get(MODEL_STEP, 0) + 1
-        self.r.gb_seconds[MODEL_STEP] = self.r.gb_seconds.get(MODEL_STEP, 0.0) + d.model_step_gb * (end - now)
+        # A run nobody follows takes its steps after the first on the unwatched function (less memory);
+        # its environments are counted in ModelStep's pool (one pool scales no faster than two).
+        gb = d.model_step_gb if s.watchers > 0 or i == 0 else d.unwatched_model_step_gb
+        self.r.gb_seconds[MODEL_STEP] = self.r.gb_seconds.get(MODEL_STEP, 0.0) + gb * (end - now)
         self._stream_meters(first, first + s.stream_s[i], s.watchers)
         m = self.m
         m.at(m.agent_rcu, now, d.step_start_rcu)

@@ -90,6 +90,8 @@ class Design:
     s3_puts_per_step: float = 2.3
     s3_gets_per_step: float = 3.1
     model_step_gb: float = 0.5
+    unwatched_model_step_gb: float = 0.25
+    """A headless run's steps after its first (ModelStepUnwatchedFunction)."""
     stream_gb: float = 0.5
     small_gb: float = 0.25
     small_s: float = 0.5
@@ -122,7 +124,7 @@ SOURCES: dict[str, str] = {
     "reads": "stepline.api.tail.follow_run with a coalescing notifier: a fast poll every 0.1 s for a second after each notification and each read that found events; while deltas come a cycle reads the log alone (one Query on EventsTable), the run only when the log has nothing new or something else: 0 AgentTable and 10 EventsTable RRU a second per watcher (bench/stream_polling.py at the 100 ms window: 0.2 GetItem and 9.3 Query a second)",
     "handler reads": "bench/cost.py headless10 of 2026-12-08: 523 RRU in 10 steps with nobody watching, the handlers' own reads: 52 a step",
     "s3": "bench/cost.py watched10 of 2026-12-08 (English prose in its text): 23 S3 PUT (message pages, checkpoints over 8 KB) and 32 GET in 10 steps; an upper bound for short runs, whose records stay inline",
-    "memory": "template.yaml: ModelStep 512 MB, StreamFunction 512 MB, small workers 256 MB",
+    "memory": "template.yaml: ModelStep 512 MB (ModelStepUnwatched 256 MB: a headless run's steps after its first), StreamFunction 512 MB, small workers 256 MB",
     "cold": "bench/cold_start.py: model_step 1.5 s, api/stream 1.4 s, small workers 0.7 s (loaded 2-core machine: an upper bound)",
 }
 

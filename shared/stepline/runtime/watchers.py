@@ -17,6 +17,10 @@ abort anyway, reads the note too and sets its window (`window_of`):
 A run no chat started keeps the unattended window whoever watches. A watcher who arrives gets the
 chat's window within a second (the next read), and in either window every part's first delta is
 written at once, so the time to first token does not depend on it.
+
+The window also picks the function of the run's next step: a step whose window was the unattended
+one replies `watched: false`, and the ASL's Route sends the next step to the model step function
+with less memory (`handling.SAME_HANDLER`): nobody waits for its deltas.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from typing import Any
 from stepline.llm.scripted import ScriptedModel
 from stepline.protocol._json import loads_strict
 from stepline.runtime.handling import Handler
+from stepline.runtime.watchers import MemoryWatchers
 from stepline.stack import ASL
 from tests.support.local_aws import LocalAws, local_aws
 from tests.support.runs import USER, Counted, begin, billed, call_step, text_step
@@ -95,3 +96,20 @@ def test_the_unwatched_state_is_the_model_step_but_for_its_function() -> None:
     assert unwatched["Parameters"].pop("FunctionName") == "${ModelStepUnwatchedFunctionArn}"
     assert step["Parameters"].pop("FunctionName") == "${ModelStepFunctionArn}"
     assert unwatched == step  # the same payload, retries, catch and next: only the memory differs
+
+
+def test_a_chats_run_follows_its_watchers_a_step_at_a_time() -> None:
+    """A chat whose stream left goes on unwatched; one a stream follows stays on the model step."""
+    watchers = MemoryWatchers()
+    model, weather = _three_steps()
+    with local_aws(model, tools=[weather.tool], watchers=watchers) as aws:
+        watchers.note(USER, "run-left", until_ms=aws.services.clock() - 1)  # a stream followed it, then went
+        begin(aws, run_id="run-left")
+        assert aws.wait_execution("run-left", timeout=60) == "SUCCEEDED"
+        assert _entered(aws, "run-left").count("ModelStepUnwatched") == 2
+    model, weather = _three_steps()
+    with local_aws(model, tools=[weather.tool], watchers=watchers) as aws:
+        watchers.note(USER, "run-followed", until_ms=aws.services.clock() + 600_000)
+        begin(aws, run_id="run-followed")
+        assert aws.wait_execution("run-followed", timeout=60) == "SUCCEEDED"
+        assert "ModelStepUnwatched" not in _entered(aws, "run-followed")
