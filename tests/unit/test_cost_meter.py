@@ -183,3 +183,17 @@ def test_the_hook_counts_every_billed_request_that_went_around_the_meter(meter: 
         )
         raw.describe_table(TableName=TABLE)  # not billed in request units: not counted
     assert observed.unmetered_dynamodb == {"UpdateItem": 1, "Query": 1}
+
+
+def test_cpu_is_stretched_to_the_memorys_share_and_each_function_is_billed_at_its_own() -> None:
+    from bench.cost_run import Observed, stretched, wrap_timed
+
+    assert stretched(1.0, 1769 / 1024) == 0.0  # one vCPU: a core's second is a second
+    assert stretched(1.0, 4.0) == 0.0  # more than one vCPU does not make one thread faster
+    assert stretched(1.0, 0.5) == pytest.approx(1769 / 512 - 1)  # 512 MB: 0.29 vCPU
+    assert stretched(1.0, 0.25) == pytest.approx(2 * stretched(1.0, 0.5) + 1)
+    observed = Observed()
+    routes = wrap_timed({"stepline-model-step": lambda event, context: {"next": "finished"}}, observed)
+    # the unwatched model step runs the model step's handler under its own name (its own memory)
+    assert routes["stepline-model-step-unwatched"]({}, None) == {"next": "finished"}
+    assert [function for function, _ in observed.invocations] == ["ModelStepUnwatchedFunction"]

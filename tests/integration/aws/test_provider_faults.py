@@ -125,6 +125,7 @@ PAYLOAD_KEYS = {
     "waiting",
     "waitSeconds",
     "firstOutputMs",
+    "watched",  # a flag: whether anyone followed the step (the Route picks the next step's function)
 }
 
 
@@ -135,6 +136,7 @@ def assert_ids_only(history: list[dict[str, Any]]) -> None:
             payload = json.loads(event["taskSucceededEventDetails"]["output"])["Payload"]
             assert set(payload) <= PAYLOAD_KEYS, payload
             assert set(payload.get("error", {})) <= {"code"}, payload
+            assert isinstance(payload.get("watched", False), bool), payload
         if event["type"] == "TaskFailed":
             cause = json.loads(event["taskFailedEventDetails"]["cause"])
             assert cause["errorMessage"].startswith("the model call failed before any output ("), cause
