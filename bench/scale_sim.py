@@ -74,7 +74,7 @@ CALIBRATION = Workload(
 """bench/cost.py's `watched10` shape (10 steps, 9 tool calls, one watcher, an approval waiting 10 minutes, 4 s a
 step): the simulation's bill for it, beside what bench/cost.py measured for that shape on moto."""
 COST_PY_WATCHED10 = 0.001972
-"""docs/architecture.md 'Cost of one run': bench/cost.py's watched10 of 2026-12-07 (one run, load average < 1.3)."""
+"""docs/architecture.md 'Cost of one run': bench/cost.py's watched10 of 2026-12-08 (CPU stretched to its share)."""
 
 
 def show(name: str, work: Workload, result: Result, quotas: Quotas, design: Design, took: float) -> None:

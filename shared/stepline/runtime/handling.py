@@ -52,7 +52,7 @@ SAME_HANDLER = {"stepline-model-step-unwatched": "stepline-model-step"}
 A step whose delta window was the unattended one (nobody followed the run) says so in its reply
 (`watched: false`), and the ASL's Route sends the run's next step to `ModelStepUnwatchedFunction`:
 the same code with less memory, so less CPU, which only a watcher's deltas would have needed
-(docs/architecture.md, "The model step's memory")."""
+(docs/architecture.md, "Steps nobody follows")."""
 
 
 def handler_for(routes: Mapping[str, Handler], function_name: str) -> Handler | None:
