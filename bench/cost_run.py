@@ -15,6 +15,7 @@ import uvicorn
 
 from bench.cost_meter import DynamoMeter, Usage, metering
 from bench.cost_prices import Bill
+from bench.cpu_share import share_of
 from stepline.local.workflow import LocalWorkflow
 from stepline.runtime.handling import Handler, logical_name
 from stepline.runtime.stream_push import InProcessNotifier
@@ -206,17 +207,15 @@ try:
 except ImportError:  # a checkout from before the unwatched model step (--also): every function its own handler
     SAME_HANDLER: dict[str, str] = {}
 
-VCPU_MB = 1769
-"""Lambda's memory for one vCPU: a function gets CPU in proportion to its memory below it."""
-
 
 def stretched(cpu_seconds: float, memory_gb: float) -> float:
     """The seconds `cpu_seconds` of one core's work add to a function's duration at its CPU share.
 
+    The share is `bench.cpu_share.share_of` (1,769 MB a vCPU), at most one core for one thread.
     Only the CPU outside DynamoDB calls is counted (inside them, moto's work cannot be told from
     botocore's), so this is a lower bound of what the share adds.
     """
-    share = min(1.0, memory_gb * 1024 / VCPU_MB)
+    share = min(1.0, share_of(round(memory_gb * 1024)))
     return cpu_seconds * (1 / share - 1)
 
 

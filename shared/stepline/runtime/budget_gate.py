@@ -112,7 +112,8 @@ class CounterGate:
                 return _stop(refused, self.counters.read(refused.key), estimate)
             return _Held(self.counters, keys, (0, 0), self.agent, **on_tree)
         ceilings: list[Ceiling] = []
-        for key, (name, (token_limit, usd_limit)) in zip(keys, _CEILINGS.items(), strict=False):
+        ceilings_of = list(_CEILINGS.items())[: len(keys)]  # the keys are the user's, then the tenant's if counted
+        for key, (name, (token_limit, usd_limit)) in zip(keys, ceilings_of, strict=True):
             tokens, usd = limits.value(token_limit), limits.value(usd_limit)
             if usd is not None and estimate.usd is None:  # a USD budget over a model without a price
                 return BudgetStop(usd_limit, usd, 0, 0)

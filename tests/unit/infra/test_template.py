@@ -616,3 +616,25 @@ def test_the_app_streams_exactly_the_routes_the_template_streams() -> None:
         (route.path.replace("{chat_id}", "{id}"), method.lower()) for route in routes for method in route.methods
     }
     assert streamed == STREAM_ROUTES
+
+
+def test_the_unwatched_model_step_is_the_model_step_but_for_its_memory(source: Template) -> None:
+    # A near-copy in the template (CloudFormation has no way to share a function's properties):
+    # a grant or setting added to one must be added to the other, and this fails until it is.
+    step, unwatched = (copy.deepcopy(source["Resources"][name]["Properties"]) for name in MODEL_STEPS)
+    assert (step.pop("MemorySize"), unwatched.pop("MemorySize")) == (
+        {"Ref": "ModelStepMemory"},
+        {"Ref": "UnwatchedModelStepMemory"},
+    )
+    assert unwatched.pop("LoggingConfig") == {"LogGroup": {"Ref": "ModelStepUnwatchedLogGroup"}}
+    for properties in (step, unwatched):
+        properties.pop("Description")
+    step.pop("LoggingConfig")
+    # The watched step's versions, alias and SnapStart; the unwatched one is invoked as $LATEST.
+    for name in ("AutoPublishAlias", "AutoPublishAliasAllProperties", "VersionDeletionPolicy", "SnapStart"):
+        step.pop(name)
+    variables, unwatched_variables = step["Environment"]["Variables"], unwatched["Environment"]["Variables"]
+    variables.pop("STEPLINE_SNAPSTART")
+    assert unwatched_variables.pop("POWERTOOLS_SERVICE_NAME") == "stepline-model-step-unwatched"
+    variables.pop("POWERTOOLS_SERVICE_NAME")
+    assert unwatched == step
